@@ -1,0 +1,100 @@
+// Package app composes the platform from its parts: it opens the store,
+// dials Temporal, builds the worker and the frontend and runs them until the
+// context ends. The binaries and the test harness share it, so tests run the
+// same wiring as production.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"go.temporal.io/sdk/client"
+
+	"conduit/frontend"
+	"conduit/internal/config"
+	"conduit/internal/store"
+	"conduit/internal/temporalx"
+	"conduit/worker"
+)
+
+// Roles says which parts this process runs.
+type Roles struct {
+	Frontend bool
+	Worker   bool
+}
+
+// Platform holds the connections every role shares.
+type Platform struct {
+	Config   *config.Config
+	Log      *slog.Logger
+	Store    *store.Store
+	Temporal client.Client
+}
+
+// Open connects to PostgreSQL (migrating it) and to Temporal.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform, error) {
+	st, err := store.Open(ctx, cfg.Database.URL, cfg.Database.MaxConns, log)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc}, nil
+}
+
+// Close releases the connections.
+func (p *Platform) Close() {
+	p.Temporal.Close()
+	p.Store.Close()
+}
+
+// Listen opens the API's listener, with a clear sentence when the address is
+// taken or unusable.
+func Listen(cfg *config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.HTTP.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("the API cannot listen on %s (set %s_HTTP_ADDR to a free address): %w", cfg.HTTP.Addr, config.EnvPrefix, rootCause(err))
+	}
+	return ln, nil
+}
+
+// Run starts the requested roles and blocks until ctx ends (or the API
+// server fails), then stops them in order: stop taking requests, then drain
+// the worker.
+func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error {
+	var w *worker.Worker
+	if roles.Worker {
+		w = worker.New(p.Temporal, worker.Deps{Store: p.Store, Log: p.Log})
+		if err := w.Start(); err != nil {
+			return err
+		}
+		defer w.Stop()
+	}
+	if !roles.Frontend {
+		<-ctx.Done()
+		return nil
+	}
+	srv := frontend.New(p.FrontendDeps())
+	return srv.Serve(ctx, ln)
+}
+
+// FrontendDeps are the frontend's dependencies from this platform.
+func (p *Platform) FrontendDeps() frontend.Deps {
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Log: p.Log}
+}
+
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}

@@ -1,0 +1,262 @@
+// Package apptest is the integration-test harness: once per test package it
+// starts a real PostgreSQL (a throwaway cluster, or a fresh database on the
+// server named by CONDUIT_TEST_DATABASE_URL) and a real in-process Temporal
+// server, runs the real worker and the real API on a free loopback port, and
+// hands tests an HTTP client to it. Nothing of ours is mocked.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"conduit/app"
+	"conduit/internal/config"
+	"conduit/internal/devstack"
+	"conduit/internal/logging"
+	"conduit/worker"
+)
+
+// Env is the running platform a test package talks to.
+type Env struct {
+	// URL is the API's base address, e.g. http://127.0.0.1:41234.
+	URL      string
+	HTTP     *http.Client
+	Platform *app.Platform
+	Config   *config.Config
+	Stack    *devstack.Stack
+
+	mu     sync.Mutex
+	worker *worker.Worker
+}
+
+// Main runs the package's tests against a fresh platform and exits. Use it
+// from TestMain:
+//
+//	var env *apptest.Env
+//	func TestMain(m *testing.M) { apptest.Main(m, &env) }
+func Main(m *testing.M, env **Env) {
+	os.Exit(run(m, env))
+}
+
+func run(m *testing.M, out **Env) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	level := "error"
+	if os.Getenv("CONDUIT_TEST_LOG") != "" {
+		level = os.Getenv("CONDUIT_TEST_LOG")
+	}
+	log := logging.New(os.Stderr, level, "text")
+	slog.SetDefault(log)
+
+	env, cleanup, err := start(ctx, log)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "apptest: the test platform could not start: %v\n", err)
+		cleanup()
+		return 1
+	}
+	*out = env
+	code := m.Run()
+	cleanup()
+	return code
+}
+
+func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	dir, err := os.MkdirTemp("", "conduit-test-")
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+
+	dbURL := ""
+	if shared := os.Getenv("CONDUIT_TEST_DATABASE_URL"); shared != "" {
+		// One fresh database per test package keeps packages independent
+		// while they share a server.
+		u, drop, err := freshDatabase(ctx, shared)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, drop)
+		dbURL = u
+	}
+	stack, err := devstack.Start(ctx, devstack.Options{
+		DataDir:           dir,
+		EphemeralTemporal: true,
+		DatabaseURL:       dbURL,
+		Namespace:         "default",
+		TimerResolution:   10 * time.Millisecond,
+		Log:               log,
+	})
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, stack.Stop)
+
+	cfg, err := config.Load("")
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cfg.HTTP.Addr = "127.0.0.1:0"
+	cfg.Database.URL = stack.DatabaseURL
+	cfg.Temporal.Address = stack.TemporalAddress
+	cfg.Temporal.Namespace = "default"
+	ln, err := app.Listen(cfg)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cfg.HTTP.Addr = ln.Addr().String()
+	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
+	if err := cfg.ValidateProduction(); err != nil {
+		return nil, cleanup, err
+	}
+
+	p, err := app.Open(ctx, cfg, log)
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, p.Close)
+
+	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack}
+	if err := env.StartWorker(); err != nil {
+		return nil, cleanup, err
+	}
+	cleanups = append(cleanups, env.StopWorker)
+
+	srvCtx, stopSrv := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(srvCtx, app.Roles{Frontend: true}, ln) }()
+	cleanups = append(cleanups, func() { stopSrv(); <-done })
+	return env, cleanup, nil
+}
+
+// StartWorker starts the real worker (no-op when it runs).
+func (e *Env) StartWorker() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker != nil {
+		return nil
+	}
+	w := worker.New(e.Platform.Temporal, worker.Deps{Store: e.Platform.Store, Log: e.Platform.Log})
+	if err := w.Start(); err != nil {
+		return err
+	}
+	e.worker = w
+	return nil
+}
+
+// StopWorker stops the worker, as a crash or a deploy would.
+func (e *Env) StopWorker() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker != nil {
+		e.worker.Stop()
+		e.worker = nil
+	}
+}
+
+// Response is an answered request with its body read.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map, failing the test when it is not JSON.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response body is not a JSON object (%v): %s", err, r.Body)
+	}
+	return m
+}
+
+// Do sends a request to the API. body may be nil, a string or []byte (sent
+// as is) or any value (sent as JSON); headers come in name, value pairs.
+func (e *Env) Do(t testing.TB, method, path string, body any, headers ...string) *Response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, e.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := e.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// freshDatabase creates a uniquely named database on a shared server and
+// returns its URL and a function that drops it.
+func freshDatabase(ctx context.Context, serverURL string) (string, func(), error) {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "conduit_test_" + hex.EncodeToString(b)
+	c, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", func() {}, fmt.Errorf("CONDUIT_TEST_DATABASE_URL is not reachable: %w", err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", func() {}, err
+	}
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", func() {}, err
+	}
+	u.Path = "/" + name
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), serverURL)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return u.String(), drop, nil
+}

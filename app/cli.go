@@ -1,0 +1,129 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"conduit/internal/config"
+	"conduit/internal/logging"
+	"conduit/internal/store"
+)
+
+// Command is one subcommand of a binary.
+type Command struct {
+	Summary string
+	Run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// Env is what every command gets: the loaded configuration and a logger.
+type Env struct {
+	Config *config.Config
+	Log    *slog.Logger
+	Stdout io.Writer
+}
+
+// ProductionCommands are the subcommands of the production binary. They
+// never start servers of their own: database and Temporal are configured.
+func ProductionCommands() map[string]Command {
+	return map[string]Command{
+		"frontend": {Summary: "serve the HTTP API", Run: runRoles(Roles{Frontend: true})},
+		"worker":   {Summary: "run the Temporal worker", Run: runRoles(Roles{Worker: true})},
+		"all":      {Summary: "serve the API and run the worker in one process", Run: runRoles(Roles{Frontend: true, Worker: true})},
+		"migrate":  {Summary: "apply database migrations and exit", Run: migrate},
+	}
+}
+
+// Main parses the global flags, loads and validates the configuration and
+// runs the named command; it returns the process exit code. Errors are
+// printed as sentences, never as stack traces.
+func Main(name string, args []string, cmds map[string]Command) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "YAML config file (or "+config.EnvPrefix+"_CONFIG)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [-config file] <command> [args]\n\ncommands:\n", name)
+		names := make([]string, 0, len(cmds))
+		for n := range cmds {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(fs.Output(), "  %-16s %s\n", n, cmds[n].Summary)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	cmd, ok := cmds[fs.Arg(0)]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "%s: unknown command %q\n", name, fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: configuration error:\n%v\n", name, err)
+		return 1
+	}
+	log := logging.New(os.Stderr, cfg.Log.Level, cfg.Log.Format)
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.Run(ctx, &Env{Config: cfg, Log: log, Stdout: os.Stdout}, fs.Args()[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+func runRoles(roles Roles) func(context.Context, *Env, []string) error {
+	return func(ctx context.Context, env *Env, _ []string) error {
+		if err := env.Config.ValidateProduction(); err != nil {
+			return err
+		}
+		var ln net.Listener
+		if roles.Frontend {
+			l, err := Listen(env.Config)
+			if err != nil {
+				return err
+			}
+			ln = l
+		}
+		p, err := Open(ctx, env.Config, env.Log)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if roles.Frontend {
+			env.Log.Info("API listening", "addr", ln.Addr().String())
+		}
+		return p.Run(ctx, roles, ln)
+	}
+}
+
+func migrate(ctx context.Context, env *Env, _ []string) error {
+	if env.Config.Database.URL == "" {
+		return fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) is required", config.EnvPrefix)
+	}
+	st, err := store.Open(ctx, env.Config.Database.URL, 2, env.Log)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	fmt.Fprintln(env.Stdout, "database is up to date")
+	return nil
+}

@@ -1,0 +1,95 @@
+// Package devcmd is the dev command: the embedded stack plus the whole
+// platform in one process. Only the dev entry point imports it, so the
+// production binary never links the Temporal server.
+package devcmd
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"conduit/app"
+	"conduit/internal/devstack"
+)
+
+// Command returns the `dev` subcommand.
+func Command() app.Command {
+	return app.Command{
+		Summary: "start everything on embedded defaults (PostgreSQL, Temporal + UI, worker, API)",
+		Run:     run,
+	}
+}
+
+func run(ctx context.Context, env *app.Env, _ []string) error {
+	cfg := env.Config
+	// Claim the API address first so a busy port fails before anything starts.
+	ln, err := app.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	dataDir, err := filepath.Abs(cfg.Dev.DataDir)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	stack, err := devstack.Start(ctx, devstack.Options{
+		DataDir:         dataDir,
+		DatabaseURL:     cfg.Database.URL,
+		TemporalAddress: cfg.Temporal.Address,
+		Namespace:       cfg.Temporal.Namespace,
+		PostgresPort:    cfg.Dev.PostgresPort,
+		TemporalPort:    cfg.Dev.TemporalPort,
+		TemporalUIPort:  cfg.Dev.TemporalUIPort,
+		TimerResolution: 100 * time.Millisecond,
+		InstallPostgres: cfg.Dev.InstallPostgres,
+		TemporalLog:     temporalLog(cfg.Dev.TemporalLog),
+		Log:             env.Log,
+	})
+	if err != nil {
+		return err
+	}
+	defer stack.Stop()
+	cfg.Database.URL = stack.DatabaseURL
+	cfg.Temporal.Address = stack.TemporalAddress
+
+	p, err := app.Open(ctx, cfg, env.Log)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+
+	banner(env, dataDir, stack, time.Since(started))
+	return p.Run(ctx, app.Roles{Frontend: true, Worker: true}, ln)
+}
+
+func banner(env *app.Env, dataDir string, s *devstack.Stack, took time.Duration) {
+	w := env.Stdout
+	fmt.Fprintf(w, "\nconduit dev is up (%s)\n", took.Round(time.Millisecond))
+	fmt.Fprintf(w, "  API           %s   (health: %s/healthz)\n", env.Config.BaseURL(), env.Config.BaseURL())
+	if s.TemporalUI != "" {
+		fmt.Fprintf(w, "  Temporal UI   http://%s\n", s.TemporalUI)
+	}
+	fmt.Fprintf(w, "  Temporal      %s (namespace %s)\n", s.TemporalAddress, env.Config.Temporal.Namespace)
+	fmt.Fprintf(w, "  PostgreSQL    %s\n", redact(s.DatabaseURL))
+	fmt.Fprintf(w, "  data folder   %s\n", dataDir)
+	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
+}
+
+// redact hides the password of a database URL.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "(unparseable URL)"
+}
+
+func temporalLog(level string) string {
+	if level == "off" {
+		return ""
+	}
+	return level
+}

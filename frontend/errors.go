@@ -1,0 +1,112 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/logging"
+)
+
+// APIError is an error with its HTTP status and the fields the spec puts in
+// the body. Handlers return these (or domain errors that fail() maps); this
+// file is the one place that turns errors into responses.
+type APIError struct {
+	Status  int
+	Message string
+	// Code is the spec's machine-readable code (INSUFFICIENT_CREDITS, …).
+	Code string
+	// Extra fields that sit beside error/code in the body (balanceUsd, …).
+	Extra map[string]any
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// errorf builds an APIError with a formatted message.
+func errorf(status int, format string, args ...any) *APIError {
+	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorShape says how a route group writes errors: the spec fixes a body
+// shape per endpoint family.
+type errorShape int
+
+const (
+	// shapePlain: {"error": "message", "code": "...", ...extra}
+	// (invoke, management, balance, pay-per-call).
+	shapePlain errorShape = iota
+	// shapeOpenAI: {"error": {"message", "type", "code", ...extra}}
+	// (chat completions).
+	shapeOpenAI
+)
+
+const shapeKey = "conduit.errorShape"
+
+// useShape makes every error under a route group use the given body shape.
+func useShape(s errorShape) gin.HandlerFunc {
+	return func(c *gin.Context) { c.Set(shapeKey, s); c.Next() }
+}
+
+// fail writes err as the response and stops the handler chain. Unknown
+// errors become a 500 whose body says nothing internal; the cause is logged.
+func fail(c *gin.Context, err error) {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		logging.From(c.Request.Context()).Error("request failed", "err", err)
+		apiErr = &APIError{Status: http.StatusInternalServerError, Message: "internal error"}
+	}
+	writeError(c, apiErr)
+}
+
+func writeError(c *gin.Context, e *APIError) {
+	if c.Writer.Written() {
+		// Too late to change the status (a stream has begun); the stream's
+		// own writer reports the failure in band.
+		c.Abort()
+		return
+	}
+	shape, _ := c.Get(shapeKey)
+	var body gin.H
+	switch shape {
+	case shapeOpenAI:
+		inner := gin.H{"message": e.Message, "type": openAIType(e.Status)}
+		if e.Code != "" {
+			inner["code"] = e.Code
+		}
+		for k, v := range e.Extra {
+			inner[k] = v
+		}
+		body = gin.H{"error": inner}
+	default:
+		body = gin.H{"error": e.Message}
+		if e.Code != "" {
+			body["code"] = e.Code
+		}
+		for k, v := range e.Extra {
+			body[k] = v
+		}
+	}
+	c.AbortWithStatusJSON(e.Status, body)
+}
+
+// openAIType names the error class the way OpenAI-compatible clients expect.
+func openAIType(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotFound, http.StatusConflict:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusPaymentRequired:
+		return "insufficient_quota"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusBadGateway:
+		return "upstream_error"
+	default:
+		return "server_error"
+	}
+}

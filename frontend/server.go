@@ -1,0 +1,82 @@
+// Package frontend is the thin HTTP layer: the Gin router, its middleware
+// and one file per API area. It parses, validates, starts or queries
+// workflows and writes the spec's exact wire format.
+package frontend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/client"
+
+	"conduit/internal/config"
+	"conduit/internal/store"
+)
+
+// Deps are what the handlers need.
+type Deps struct {
+	Config   *config.Config
+	Store    *store.Store
+	Temporal client.Client
+	Log      *slog.Logger
+}
+
+// Server is the API server.
+type Server struct {
+	deps   Deps
+	router *gin.Engine
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// New builds the router with every route of the API.
+func New(d Deps) *Server {
+	s := &Server{deps: d}
+	r := gin.New()
+	r.ContextWithFallback = true
+	r.HandleMethodNotAllowed = true
+	r.Use(requestContext(d.Log), recovery())
+	r.NoRoute(func(c *gin.Context) {
+		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		writeError(c, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
+
+	r.GET("/healthz", s.health)
+
+	s.router = r
+	return s
+}
+
+// Handler is the router, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.router }
+
+// Serve answers on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, lets in-flight requests finish within the configured timeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.router,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.deps.Config.HTTP.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if serveErr := <-errc; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return err
+}

@@ -1,0 +1,216 @@
+// Package config loads the service's one typed configuration with viper:
+// defaults, then an optional YAML file, then environment variables prefixed
+// CONDUIT_ (dots become underscores: http.addr → CONDUIT_HTTP_ADDR).
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix is the prefix of every environment variable the service reads.
+const EnvPrefix = "CONDUIT"
+
+// Config is everything the frontend, the worker and the dev command read.
+type Config struct {
+	HTTP     HTTP     `mapstructure:"http"`
+	Database Database `mapstructure:"database"`
+	Temporal Temporal `mapstructure:"temporal"`
+	Dev      Dev      `mapstructure:"dev"`
+	Log      Log      `mapstructure:"log"`
+}
+
+// HTTP configures the public API server.
+type HTTP struct {
+	// Addr is the listen address of the API, host:port.
+	Addr string `mapstructure:"addr"`
+	// PublicURL is the base address clients reach the API at; it prefixes
+	// every URL the API hands out (statusUrl, topUpUrl, …). Empty means
+	// http://<Addr>.
+	PublicURL       string        `mapstructure:"public_url"`
+	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+}
+
+// Database points at PostgreSQL. An empty URL means "the dev command starts
+// its own cluster"; the frontend and worker binaries require it.
+type Database struct {
+	URL      string `mapstructure:"url"`
+	MaxConns int32  `mapstructure:"max_conns"`
+}
+
+// Temporal points at a Temporal frontend. An empty Address means "the dev
+// command starts its own server".
+type Temporal struct {
+	Address   string `mapstructure:"address"`
+	Namespace string `mapstructure:"namespace"`
+}
+
+// Dev configures the embedded stack the dev command starts.
+type Dev struct {
+	// DataDir keeps the PostgreSQL cluster, the Temporal SQLite file and the
+	// bootstrap files between runs.
+	DataDir        string `mapstructure:"data_dir"`
+	PostgresPort   int    `mapstructure:"postgres_port"`
+	TemporalPort   int    `mapstructure:"temporal_port"`
+	TemporalUIPort int    `mapstructure:"temporal_ui_port"`
+	// InstallPostgres lets the dev command apt-get install PostgreSQL when its
+	// binaries are missing and it runs as root on Debian/Ubuntu.
+	InstallPostgres bool `mapstructure:"install_postgres"`
+	// TemporalLog is the in-process Temporal server's own log level (off,
+	// error, warn, info, debug); off by default because it is noisy.
+	TemporalLog string `mapstructure:"temporal_log"`
+}
+
+// Log configures the structured logger.
+type Log struct {
+	Level  string `mapstructure:"level"`
+	Format string `mapstructure:"format"`
+}
+
+// defaults lists every key with its default; viper only maps environment
+// variables onto keys it knows, so every key must appear here.
+var defaults = map[string]any{
+	"http.addr":             "127.0.0.1:8080",
+	"http.public_url":       "",
+	"http.shutdown_timeout": "15s",
+	"database.url":          "",
+	"database.max_conns":    20,
+	"temporal.address":      "",
+	"temporal.namespace":    "default",
+	"dev.data_dir":          ".data",
+	"dev.postgres_port":     54329,
+	"dev.temporal_port":     7233,
+	"dev.temporal_ui_port":  8233,
+	"dev.install_postgres":  true,
+	"log.level":             "info",
+	"log.format":            "text",
+}
+
+// Load reads defaults, the file named by path (optional; CONDUIT_CONFIG when
+// path is empty) and the environment. It does not validate: callers validate
+// for their role (see Validate and ValidateProduction).
+func Load(path string) (*Config, error) {
+	v := viper.New()
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	v.SetEnvPrefix(EnvPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.AutomaticEnv()
+	// The conventional unprefixed names work too.
+	_ = v.BindEnv("database.url", EnvPrefix+"_DATABASE_URL", "DATABASE_URL")
+	_ = v.BindEnv("temporal.address", EnvPrefix+"_TEMPORAL_ADDRESS", "TEMPORAL_ADDRESS")
+
+	if path == "" {
+		path = os.Getenv(EnvPrefix + "_CONFIG")
+	}
+	if path != "" {
+		v.SetConfigFile(path)
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("config file %s could not be read: %w", path, err)
+		}
+	}
+	var c Config
+	if err := v.Unmarshal(&c); err != nil {
+		return nil, fmt.Errorf("configuration is malformed: %w", err)
+	}
+	return &c, nil
+}
+
+// Validate checks what every role needs. Each problem is one sentence that
+// names the setting and its environment variable.
+func (c *Config) Validate() error {
+	var errs []error
+	if err := checkHostPort(c.HTTP.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("http.addr (%s_HTTP_ADDR) %q is not a valid listen address: %v", EnvPrefix, c.HTTP.Addr, err))
+	}
+	if c.HTTP.PublicURL != "" {
+		if u, err := url.Parse(c.HTTP.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("http.public_url (%s_HTTP_PUBLIC_URL) %q must be an absolute http(s) URL", EnvPrefix, c.HTTP.PublicURL))
+		}
+	}
+	if c.HTTP.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("http.shutdown_timeout (%s_HTTP_SHUTDOWN_TIMEOUT) must be positive", EnvPrefix))
+	}
+	if c.Database.URL != "" {
+		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) must be a postgres:// URL", EnvPrefix))
+		}
+	}
+	if c.Database.MaxConns < 2 {
+		errs = append(errs, fmt.Errorf("database.max_conns (%s_DATABASE_MAX_CONNS) must be at least 2", EnvPrefix))
+	}
+	if c.Temporal.Address != "" {
+		if err := checkHostPort(c.Temporal.Address); err != nil {
+			errs = append(errs, fmt.Errorf("temporal.address (%s_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) %q is not host:port: %v", EnvPrefix, c.Temporal.Address, err))
+		}
+	}
+	if c.Temporal.Namespace == "" {
+		errs = append(errs, fmt.Errorf("temporal.namespace (%s_TEMPORAL_NAMESPACE) must not be empty", EnvPrefix))
+	}
+	for name, p := range map[string]int{"dev.postgres_port": c.Dev.PostgresPort, "dev.temporal_port": c.Dev.TemporalPort, "dev.temporal_ui_port": c.Dev.TemporalUIPort} {
+		if p < 1 || p > 65535 {
+			errs = append(errs, fmt.Errorf("%s (%s_%s) %d is not a port number (1-65535)", name, EnvPrefix, strings.ToUpper(strings.ReplaceAll(name, ".", "_")), p))
+		}
+	}
+	switch c.Dev.TemporalLog {
+	case "off", "error", "warn", "info", "debug":
+	default:
+		errs = append(errs, fmt.Errorf("dev.temporal_log (%s_DEV_TEMPORAL_LOG) %q must be one of off, error, warn, info, debug", EnvPrefix, c.Dev.TemporalLog))
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level (%s_LOG_LEVEL) %q must be one of debug, info, warn, error", EnvPrefix, c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log.format (%s_LOG_FORMAT) %q must be text or json", EnvPrefix, c.Log.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateProduction adds what the stand-alone frontend and worker need:
+// they start nothing of their own, so both addresses are required.
+func (c *Config) ValidateProduction() error {
+	var errs []error
+	if err := c.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Database.URL == "" {
+		errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) is required outside the dev command", EnvPrefix))
+	}
+	if c.Temporal.Address == "" {
+		errs = append(errs, fmt.Errorf("temporal.address (%s_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) is required outside the dev command", EnvPrefix))
+	}
+	return errors.Join(errs...)
+}
+
+// BaseURL is the public base address, without a trailing slash.
+func (c *Config) BaseURL() string {
+	if c.HTTP.PublicURL != "" {
+		return strings.TrimRight(c.HTTP.PublicURL, "/")
+	}
+	return "http://" + c.HTTP.Addr
+}
+
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}

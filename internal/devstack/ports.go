@@ -1,0 +1,29 @@
+// Package devstack starts the embedded stack the dev command and the tests
+// run on: a PostgreSQL cluster from the OS's binaries and an in-process
+// Temporal server (with its Web UI). It knows nothing of the worker or the
+// frontend; the command at the top composes them.
+package devstack
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("no free TCP port on 127.0.0.1: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func checkPortFree(port int) error {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}

@@ -1,0 +1,97 @@
+package devstack
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// Options chooses what the stack starts. A configured DatabaseURL or
+// TemporalAddress means that component is external and nothing is started
+// for it.
+type Options struct {
+	// DataDir keeps the cluster (DataDir/postgres) and the Temporal SQLite
+	// file (DataDir/temporal.db).
+	DataDir string
+	// EphemeralTemporal keeps Temporal in memory (tests).
+	EphemeralTemporal bool
+
+	DatabaseURL     string
+	TemporalAddress string
+	Namespace       string
+
+	PostgresPort    int
+	TemporalPort    int
+	TemporalUIPort  int
+	TimerResolution time.Duration
+	InstallPostgres bool
+	TemporalLog     string
+	Log             *slog.Logger
+}
+
+// Stack is what Start brought up, with the addresses to reach it.
+type Stack struct {
+	DatabaseURL     string
+	TemporalAddress string
+	// TemporalUI is the Web UI address, when one was started.
+	TemporalUI string
+	// Started lists what this process runs itself, for the banner.
+	Started []string
+
+	pg *Postgres
+	tp *Temporal
+}
+
+// Start brings up whatever Options does not point elsewhere.
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	s := &Stack{DatabaseURL: o.DatabaseURL, TemporalAddress: o.TemporalAddress}
+	if s.DatabaseURL == "" {
+		pg, err := StartPostgres(ctx, PostgresOptions{
+			Dir:      filepath.Join(o.DataDir, "postgres"),
+			Port:     o.PostgresPort,
+			Database: "conduit",
+			Install:  o.InstallPostgres,
+			Log:      o.Log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.pg, s.DatabaseURL = pg, pg.URL
+		s.Started = append(s.Started, "postgres")
+	}
+	if s.TemporalAddress == "" {
+		topts := TemporalOptions{
+			Port:            o.TemporalPort,
+			UIPort:          o.TemporalUIPort,
+			Namespace:       o.Namespace,
+			TimerResolution: o.TimerResolution,
+			LogLevel:        o.TemporalLog,
+		}
+		if !o.EphemeralTemporal {
+			topts.DBFile = filepath.Join(o.DataDir, "temporal.db")
+		}
+		tp, err := StartTemporal(ctx, topts)
+		if err != nil {
+			s.Stop()
+			return nil, err
+		}
+		s.tp, s.TemporalAddress, s.TemporalUI = tp, tp.Address, tp.UIAddress
+		s.Started = append(s.Started, "temporal")
+	}
+	return s, nil
+}
+
+// Stop stops Temporal, then PostgreSQL (the reverse of Start).
+func (s *Stack) Stop() {
+	if s == nil {
+		return
+	}
+	s.tp.Stop()
+	if err := s.pg.Stop(); err != nil {
+		slog.Warn("stopping PostgreSQL", "err", err)
+	}
+}

@@ -1,0 +1,57 @@
+// Package worker builds the activity structs from their dependencies and
+// registers every workflow and activity on its task queue, in one place.
+package worker
+
+import (
+	"errors"
+	"log/slog"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"conduit/activities"
+	"conduit/internal/store"
+	"conduit/workflows"
+)
+
+// Deps are what the activities need.
+type Deps struct {
+	Store *store.Store
+	Log   *slog.Logger
+}
+
+// Worker polls every task queue of the platform.
+type Worker struct {
+	workers []sdkworker.Worker
+}
+
+// New registers everything; call Start to begin polling.
+func New(c client.Client, d Deps) *Worker {
+	system := &activities.System{Store: d.Store}
+
+	sys := sdkworker.New(c, workflows.SystemQueue, sdkworker.Options{})
+	sys.RegisterWorkflow(workflows.Ping)
+	sys.RegisterActivity(system)
+
+	return &Worker{workers: []sdkworker.Worker{sys}}
+}
+
+// Start begins polling on every queue.
+func (w *Worker) Start() error {
+	for i, wk := range w.workers {
+		if err := wk.Start(); err != nil {
+			for _, started := range w.workers[:i] {
+				started.Stop()
+			}
+			return errors.Join(errors.New("worker could not start"), err)
+		}
+	}
+	return nil
+}
+
+// Stop drains in-flight tasks and stops polling.
+func (w *Worker) Stop() {
+	for _, wk := range w.workers {
+		wk.Stop()
+	}
+}

@@ -1,0 +1,10 @@
+// Package workflows holds deterministic workflow code only: no I/O, no
+// wall-clock time, no map iteration for order. Each file is one family.
+package workflows
+
+// Task queues, one per workflow family, so each family's workers can be
+// scaled and deployed on their own.
+const (
+	// SystemQueue carries the platform's housekeeping workflows.
+	SystemQueue = "system"
+)
