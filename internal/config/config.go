@@ -90,6 +90,7 @@ var defaults = map[string]any{
 	"dev.temporal_port":     7233,
 	"dev.temporal_ui_port":  8233,
 	"dev.install_postgres":  true,
+	"dev.temporal_log":      "off",
 	"log.level":             "info",
 	"log.format":            "text",
 }

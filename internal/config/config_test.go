@@ -100,3 +100,14 @@ func TestBaseURL(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// Every default must pass validation: a fresh checkout runs with no config.
+func TestDefaultsAreValid(t *testing.T) {
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+}
