@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"conduit/frontend"
+	"conduit/internal/accounts"
 	"conduit/internal/config"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
@@ -86,7 +87,12 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
-	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Log: p.Log}
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Log: p.Log}
+}
+
+// Accounts is the account and key service on this platform's store.
+func (p *Platform) Accounts() *accounts.Service {
+	return &accounts.Service{Store: p.Store}
 }
 
 func rootCause(err error) error {

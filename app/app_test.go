@@ -14,7 +14,7 @@ import (
 	"conduit/app"
 	"conduit/app/apptest"
 	"conduit/frontend"
-	"conduit/internal/devstack"
+	"conduit/internal/devstack/pg"
 	"conduit/internal/store"
 	"conduit/workflows"
 )
@@ -75,7 +75,7 @@ func TestPingWorkflowRunsThroughTheRealStack(t *testing.T) {
 // when it is back: a second, private cluster is stopped under a frontend.
 func TestHealthzIs503WhenPostgresIsDown(t *testing.T) {
 	ctx := context.Background()
-	pg, err := devstack.StartPostgres(ctx, devstack.PostgresOptions{Dir: filepath.Join(t.TempDir(), "pg"), Database: "probe"})
+	pg, err := pg.Start(ctx, pg.Options{Dir: filepath.Join(t.TempDir(), "pg"), Database: "probe"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestListenOnBusyAddressIsOneSentence(t *testing.T) {
 }
 
 func TestOpenWithUnreachableDatabaseFailsFast(t *testing.T) {
-	port, err := devstack.FreePort()
+	port, err := pg.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestOpenWithUnreachableDatabaseFailsFast(t *testing.T) {
 }
 
 func TestOpenWithUnreachableTemporalFailsFast(t *testing.T) {
-	port, err := devstack.FreePort()
+	port, err := pg.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/accounts"
 	"conduit/internal/logging"
+	"conduit/internal/store"
 )
 
 // APIError is an error with its HTTP status and the fields the spec puts in
@@ -52,12 +54,36 @@ func useShape(s errorShape) gin.HandlerFunc {
 // fail writes err as the response and stops the handler chain. Unknown
 // errors become a 500 whose body says nothing internal; the cause is logged.
 func fail(c *gin.Context, err error) {
+	writeError(c, toAPIError(c, err))
+}
+
+// toAPIError maps domain errors to their status and message.
+func toAPIError(c *gin.Context, err error) *APIError {
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) {
+	var inputErr *accounts.InputError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &inputErr):
+		return &APIError{Status: http.StatusBadRequest, Message: inputErr.Msg}
+	case errors.Is(err, accounts.ErrNoCredentials), errors.Is(err, accounts.ErrUnauthenticated):
+		return &APIError{Status: http.StatusUnauthorized, Message: authMessage(err)}
+	case errors.Is(err, store.ErrNotFound):
+		return &APIError{Status: http.StatusNotFound, Message: "not found"}
+	case errors.Is(err, store.ErrIdempotencyConflict):
+		return &APIError{Status: http.StatusConflict, Message: err.Error()}
+	default:
 		logging.From(c.Request.Context()).Error("request failed", "err", err)
-		apiErr = &APIError{Status: http.StatusInternalServerError, Message: "internal error"}
+		return &APIError{Status: http.StatusInternalServerError, Message: "internal error"}
 	}
-	writeError(c, apiErr)
+}
+
+// authMessage: the spec's wording for a bad bearer.
+func authMessage(err error) string {
+	if errors.Is(err, accounts.ErrNoCredentials) {
+		return err.Error()
+	}
+	return "Invalid or expired credentials"
 }
 
 func writeError(c *gin.Context, e *APIError) {

@@ -14,6 +14,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/sdk/client"
 
+	"conduit/internal/accounts"
+	"conduit/internal/apikey"
 	"conduit/internal/config"
 	"conduit/internal/store"
 )
@@ -23,7 +25,10 @@ type Deps struct {
 	Config   *config.Config
 	Store    *store.Store
 	Temporal client.Client
-	Log      *slog.Logger
+	Accounts *accounts.Service
+	// TopUp is nil until agent top-up is configured.
+	TopUp TopUp
+	Log   *slog.Logger
 }
 
 // Server is the API server.
@@ -49,6 +54,18 @@ func New(d Deps) *Server {
 	})
 
 	r.GET("/healthz", s.health)
+
+	// The route table: every /api route authenticates; each group names the
+	// scope it needs (docs/accounts.md lists them).
+	api := r.Group("/api", s.authenticate)
+	api.GET("/account/balance", s.balance)
+
+	keys := api.Group("/keys", requireScope(apikey.KeysManage))
+	keys.POST("", s.createKey)
+	keys.GET("", s.listKeys)
+	keys.GET("/:id", s.getKey)
+	keys.PATCH("/:id", s.updateKey)
+	keys.DELETE("/:id", s.deleteKey)
 
 	s.router = r
 	return s

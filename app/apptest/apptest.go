@@ -8,25 +8,23 @@ package apptest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"conduit/app"
+	"conduit/internal/accounts"
+	"conduit/internal/apikey"
 	"conduit/internal/config"
 	"conduit/internal/devstack"
+	"conduit/internal/devstack/pg"
 	"conduit/internal/logging"
 	"conduit/worker"
 )
@@ -42,6 +40,27 @@ type Env struct {
 
 	mu     sync.Mutex
 	worker *worker.Worker
+	logs   *syncBuffer
+}
+
+// Logs returns everything the platform logged so far.
+func (e *Env) Logs() string { return e.logs.String() }
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Main runs the package's tests against a fresh platform and exits. Use it
@@ -56,11 +75,15 @@ func Main(m *testing.M, env **Env) {
 func run(m *testing.M, out **Env) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	level := "error"
+	// Everything is logged at debug level into memory, so tests can check
+	// what the logs contain (no secrets, say); CONDUIT_TEST_LOG=1 also
+	// prints it.
+	logs := &syncBuffer{}
+	var w io.Writer = logs
 	if os.Getenv("CONDUIT_TEST_LOG") != "" {
-		level = os.Getenv("CONDUIT_TEST_LOG")
+		w = io.MultiWriter(logs, os.Stderr)
 	}
-	log := logging.New(os.Stderr, level, "text")
+	log := logging.New(w, "debug", "json")
 	slog.SetDefault(log)
 
 	env, cleanup, err := start(ctx, log)
@@ -69,6 +92,7 @@ func run(m *testing.M, out **Env) int {
 		cleanup()
 		return 1
 	}
+	env.logs = logs
 	*out = env
 	code := m.Run()
 	cleanup()
@@ -88,17 +112,12 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 	}
 	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 
-	dbURL := ""
-	if shared := os.Getenv("CONDUIT_TEST_DATABASE_URL"); shared != "" {
-		// One fresh database per test package keeps packages independent
-		// while they share a server.
-		u, drop, err := freshDatabase(ctx, shared)
-		if err != nil {
-			return nil, cleanup, err
-		}
-		cleanups = append(cleanups, drop)
-		dbURL = u
+	// One database per test package keeps packages independent.
+	dbURL, dropDB, err := pg.TestDatabase(ctx, log)
+	if err != nil {
+		return nil, cleanup, err
 	}
+	cleanups = append(cleanups, dropDB)
 	stack, err := devstack.Start(ctx, devstack.Options{
 		DataDir:           dir,
 		EphemeralTemporal: true,
@@ -231,32 +250,25 @@ func (e *Env) Do(t testing.TB, method, path string, body any, headers ...string)
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
-// freshDatabase creates a uniquely named database on a shared server and
-// returns its URL and a function that drops it.
-func freshDatabase(ctx context.Context, serverURL string) (string, func(), error) {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := "conduit_test_" + hex.EncodeToString(b)
-	c, err := pgx.Connect(ctx, serverURL)
+// NewAccount opens a fresh account (with its free credit) and returns its
+// id and an API key holding scopes (every scope when none are named).
+func (e *Env) NewAccount(t testing.TB, scopes ...string) (accountID, key string) {
+	t.Helper()
+	ctx := context.Background()
+	svc := e.Platform.Accounts()
+	acct, err := svc.CreateAccount(ctx, t.Name())
 	if err != nil {
-		return "", func() {}, fmt.Errorf("CONDUIT_TEST_DATABASE_URL is not reachable: %w", err)
+		t.Fatal(err)
 	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", func() {}, err
+	if len(scopes) == 0 {
+		scopes = apikey.AllScopes()
 	}
-	u, err := url.Parse(serverURL)
+	_, plain, err := svc.CreateKey(ctx, acct.ID, accounts.KeyRequest{Name: "test", Permissions: scopes})
 	if err != nil {
-		return "", func() {}, err
+		t.Fatal(err)
 	}
-	u.Path = "/" + name
-	drop := func() {
-		c, err := pgx.Connect(context.Background(), serverURL)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	}
-	return u.String(), drop, nil
+	return acct.ID, plain
 }
+
+// Bearer is the Authorization header pair for Do.
+func Bearer(key string) []string { return []string{"Authorization", "Bearer " + key} }

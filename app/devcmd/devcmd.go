@@ -62,11 +62,15 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	}
 	defer p.Close()
 
-	banner(env, dataDir, stack, time.Since(started))
+	key, err := bootstrap(ctx, p.Accounts(), dataDir)
+	if err != nil {
+		return err
+	}
+	banner(env, dataDir, stack, key, time.Since(started))
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true}, ln)
 }
 
-func banner(env *app.Env, dataDir string, s *devstack.Stack, took time.Duration) {
+func banner(env *app.Env, dataDir string, s *devstack.Stack, key string, took time.Duration) {
 	w := env.Stdout
 	fmt.Fprintf(w, "\nconduit dev is up (%s)\n", took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  API           %s   (health: %s/healthz)\n", env.Config.BaseURL(), env.Config.BaseURL())
@@ -76,6 +80,7 @@ func banner(env *app.Env, dataDir string, s *devstack.Stack, took time.Duration)
 	fmt.Fprintf(w, "  Temporal      %s (namespace %s)\n", s.TemporalAddress, env.Config.Temporal.Namespace)
 	fmt.Fprintf(w, "  PostgreSQL    %s\n", redact(s.DatabaseURL))
 	fmt.Fprintf(w, "  data folder   %s\n", dataDir)
+	fmt.Fprintf(w, "  dev API key   %s   (also in %s)\n", key, filepath.Join(dataDir, KeyFile))
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
 }
 

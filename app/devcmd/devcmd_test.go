@@ -3,11 +3,13 @@ package devcmd_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,7 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"conduit/internal/devstack"
+	"conduit/internal/devstack/pg"
 	"conduit/workflows"
 )
 
@@ -70,6 +72,29 @@ func TestDevCommandEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
+
+	// The dev account's all-scopes key is printed and kept in the data folder.
+	devKey := readKey(t, filepath.Join(dataDir, "dev-api-key"))
+	if bal := balanceOf(t, api, devKey); bal != "5" {
+		t.Fatalf("dev account balance %s, want 5", bal)
+	}
+	// Operators mint accounts and record packs with the same binary.
+	pw := readKey(t, filepath.Join(dataDir, "postgres.password"))
+	dbURL := "postgres://conduit:" + pw + "@127.0.0.1:" + strconv.Itoa(ports[1]) + "/conduit?sslmode=disable"
+	out := runCLI(t, bin, dbURL, "account", "create", "-name", "ops")
+	m := regexp.MustCompile(`account (acct_[0-9a-f]+) .*\nkey key_[0-9a-f]+: (cnd_\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("account create printed:\n%s", out)
+	}
+	if bal := balanceOf(t, api, m[2]); bal != "5" {
+		t.Fatalf("new account balance %s", bal)
+	}
+	for range 2 {
+		runCLI(t, bin, dbURL, "account", "pack", "-account", m[1], "-paid", "50", "-reference", "card-pay-1")
+	}
+	if bal := balanceOf(t, api, m[2]); bal != "57.5" {
+		t.Fatalf("after one pack recorded twice: %s", bal)
+	}
 	stop()
 
 	// Second start on the same data folder: the workflow is still known.
@@ -87,6 +112,46 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	if code := httpGet(t, api+"/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz after restart: %d", code)
 	}
+	// The same key still works after the restart.
+	if again := readKey(t, filepath.Join(dataDir, "dev-api-key")); again != devKey || balanceOf(t, api, devKey) != "5" {
+		t.Fatal("the dev key did not survive the restart")
+	}
+}
+
+func readKey(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func balanceOf(t *testing.T, api, key string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, api+"/api/account/balance", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("balance: %d %v", resp.StatusCode, err)
+	}
+	return string(body["balanceUsd"])
+}
+
+func runCLI(t *testing.T, bin, dbURL string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "CONDUIT_DATABASE_URL="+dbURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return string(out)
 }
 
 // TestDevCommandRefusesBusyPort: a taken port fails fast with one sentence.
@@ -99,7 +164,7 @@ func TestDevCommandRefusesBusyPort(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	ports := freePorts(t, 3)
-	busy, err := devstack.FreePort()
+	busy, err := pg.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,12 @@
+// Package devstack starts the embedded stack the dev command and the tests
+// run on: a PostgreSQL cluster from the OS's binaries (package pg) and an
+// in-process Temporal server (with its Web UI). It knows nothing of the
+// worker or the frontend; the command at the top composes them.
 package devstack
 
 import (
+	"conduit/internal/devstack/pg"
+
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -39,7 +45,7 @@ type Stack struct {
 	// Started lists what this process runs itself, for the banner.
 	Started []string
 
-	pg *Postgres
+	pg *pg.Cluster
 	tp *Temporal
 }
 
@@ -50,7 +56,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	s := &Stack{DatabaseURL: o.DatabaseURL, TemporalAddress: o.TemporalAddress}
 	if s.DatabaseURL == "" {
-		pg, err := StartPostgres(ctx, PostgresOptions{
+		cluster, err := pg.Start(ctx, pg.Options{
 			Dir:      filepath.Join(o.DataDir, "postgres"),
 			Port:     o.PostgresPort,
 			Database: "conduit",
@@ -60,7 +66,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.pg, s.DatabaseURL = pg, pg.URL
+		s.pg, s.DatabaseURL = cluster, cluster.URL
 		s.Started = append(s.Started, "postgres")
 	}
 	if s.TemporalAddress == "" {

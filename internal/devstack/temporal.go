@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"conduit/internal/devstack/pg"
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uioptions "github.com/temporalio/ui-server/v2/server/server_options"
@@ -65,14 +66,14 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	port := o.Port
 	if port == 0 {
 		var err error
-		if port, err = FreePort(); err != nil {
+		if port, err = pg.FreePort(); err != nil {
 			return nil, err
 		}
-	} else if err := checkPortFree(port); err != nil {
+	} else if err := pg.CheckPortFree(port); err != nil {
 		return nil, fmt.Errorf("Temporal port %d is already in use; stop what holds it or set CONDUIT_DEV_TEMPORAL_PORT", port)
 	}
 	if o.UIPort != 0 {
-		if err := checkPortFree(o.UIPort); err != nil {
+		if err := pg.CheckPortFree(o.UIPort); err != nil {
 			return nil, fmt.Errorf("Temporal UI port %d is already in use; stop what holds it or set CONDUIT_DEV_TEMPORAL_UI_PORT", o.UIPort)
 		}
 	}
@@ -154,11 +155,11 @@ func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
 	svc := func(grpcPort int) (config.Service, error) {
 		var err error
 		if grpcPort == 0 {
-			if grpcPort, err = FreePort(); err != nil {
+			if grpcPort, err = pg.FreePort(); err != nil {
 				return config.Service{}, err
 			}
 		}
-		member, err := FreePort()
+		member, err := pg.FreePort()
 		if err != nil {
 			return config.Service{}, err
 		}
@@ -176,7 +177,7 @@ func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
 		}
 		services[name] = s
 	}
-	httpPort, err := FreePort()
+	httpPort, err := pg.FreePort()
 	if err != nil {
 		return nil, err
 	}

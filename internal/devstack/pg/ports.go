@@ -1,8 +1,4 @@
-// Package devstack starts the embedded stack the dev command and the tests
-// run on: a PostgreSQL cluster from the OS's binaries and an in-process
-// Temporal server (with its Web UI). It knows nothing of the worker or the
-// frontend; the command at the top composes them.
-package devstack
+package pg
 
 import (
 	"fmt"
@@ -20,7 +16,8 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func checkPortFree(port int) error {
+// CheckPortFree reports an error when the loopback port is taken.
+func CheckPortFree(port int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return err

@@ -1,4 +1,7 @@
-package devstack
+// Package pg runs a throwaway-but-persistent PostgreSQL cluster from the
+// OS's binaries, as a child process on loopback. The dev command and the
+// tests use it; production points at a real server.
+package pg
 
 import (
 	"bytes"
@@ -24,8 +27,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PostgresOptions describes a throwaway-but-persistent cluster.
-type PostgresOptions struct {
+// Options describes a throwaway-but-persistent cluster.
+type Options struct {
 	// Dir holds the cluster (created by initdb on first start).
 	Dir string
 	// Port is the loopback TCP port; 0 picks a free one.
@@ -38,8 +41,8 @@ type PostgresOptions struct {
 	Log     *slog.Logger
 }
 
-// Postgres is a running cluster owned by this process.
-type Postgres struct {
+// Cluster is a running cluster owned by this process.
+type Cluster struct {
 	URL  string
 	Port int
 	cmd  *exec.Cmd
@@ -49,11 +52,11 @@ type Postgres struct {
 
 const pgSuperuser = "conduit"
 
-// StartPostgres initialises the cluster on first use, starts the postmaster
+// Start initialises the cluster on first use, starts the postmaster
 // as a child process bound to 127.0.0.1 and waits until it accepts
 // connections. The child dies with this process (Pdeathsig), so a crash never
 // leaves a stray server behind.
-func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
+func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -99,7 +102,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 		if port, err = FreePort(); err != nil {
 			return nil, err
 		}
-	} else if err := checkPortFree(port); err != nil {
+	} else if err := CheckPortFree(port); err != nil {
 		return nil, fmt.Errorf("PostgreSQL port %d is already in use; stop what holds it or set CONDUIT_DEV_POSTGRES_PORT", port)
 	}
 
@@ -118,7 +121,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("PostgreSQL could not be started: %w", err)
 	}
-	p := &Postgres{Port: port, cmd: cmd, done: make(chan error, 1), log: o.Log}
+	p := &Cluster{Port: port, cmd: cmd, done: make(chan error, 1), log: o.Log}
 	go func() { p.done <- cmd.Wait() }()
 
 	admin := pgURL(password, port, "postgres")
@@ -135,7 +138,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (*Postgres, error) {
 }
 
 // Stop asks the postmaster for a fast shutdown and waits for it.
-func (p *Postgres) Stop() error {
+func (p *Cluster) Stop() error {
 	if p == nil || p.cmd.Process == nil {
 		return nil
 	}

@@ -1,0 +1,46 @@
+package devcmd
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"conduit/internal/accounts"
+	"conduit/internal/apikey"
+)
+
+// DevAccountID is the account the dev command creates for its user.
+const DevAccountID = "acct_dev"
+
+// KeyFile is where the dev command keeps the dev account's all-scopes key,
+// relative to the data folder, so scripts can read it.
+const KeyFile = "dev-api-key"
+
+// bootstrap makes sure the dev account exists and that the key file holds a
+// working all-scopes key, minting one when the file is missing or stale.
+func bootstrap(ctx context.Context, svc *accounts.Service, dataDir string) (string, error) {
+	if _, err := svc.EnsureAccount(ctx, DevAccountID, "dev"); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dataDir, KeyFile)
+	if b, err := os.ReadFile(path); err == nil {
+		key := strings.TrimSpace(string(b))
+		p, err := svc.Authenticate(ctx, "Bearer "+key)
+		if err == nil && p.AccountID == DevAccountID {
+			return key, nil
+		}
+		if err != nil && !errors.Is(err, accounts.ErrUnauthenticated) {
+			return "", err
+		}
+	}
+	_, plain, err := svc.CreateKey(ctx, DevAccountID, accounts.KeyRequest{Name: "dev (all scopes)", Permissions: apikey.AllScopes()})
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(plain+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return plain, nil
+}

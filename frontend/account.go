@@ -1,0 +1,41 @@
+package frontend
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/money"
+	"conduit/internal/pricing"
+)
+
+// balance: GET /api/account/balance (spec §2.6). The x402 block appears
+// only when agent top-up is enabled on this deployment.
+func (s *Server) balance(c *gin.Context) {
+	bal, err := s.deps.Store.Balance(c.Request.Context(), principal(c).AccountID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	body := gin.H{
+		"balanceUsd":            bal,
+		"typicalVideoChargeUsd": pricing.TypicalVideoCharge,
+		"topUpUrl":              s.topUpURL(),
+	}
+	if t := s.deps.TopUp; t != nil && t.Enabled() {
+		body["x402"] = gin.H{"url": s.url(t.Path()), "topUpPerCallUsd": t.PerCall(), "network": t.Network()}
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+// TopUp describes agent top-up when the deployment offers it.
+type TopUp interface {
+	Enabled() bool
+	Path() string
+	PerCall() money.Micros
+	Network() string
+}
+
+func (s *Server) topUpURL() string { return s.url("/dashboard/credits") }
+
+func (s *Server) url(path string) string { return s.deps.Config.BaseURL() + path }

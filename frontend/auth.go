@@ -1,0 +1,42 @@
+package frontend
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/accounts"
+	"conduit/internal/logging"
+)
+
+const principalKey = "conduit.principal"
+
+// authenticate resolves the bearer key; every route behind it has a caller.
+func (s *Server) authenticate(c *gin.Context) {
+	p, err := s.deps.Accounts.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Set(principalKey, p)
+	log := logging.From(c.Request.Context()).With("account_id", p.AccountID, "key_id", p.KeyID)
+	c.Request = c.Request.WithContext(logging.With(c.Request.Context(), log))
+	c.Next()
+}
+
+// requireScope admits only keys holding scope (403 otherwise).
+func requireScope(scope string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !principal(c).Has(scope) {
+			writeError(c, errorf(http.StatusForbidden, "this API key lacks the %s permission", scope))
+			return
+		}
+		c.Next()
+	}
+}
+
+func principal(c *gin.Context) accounts.Principal {
+	p, _ := c.Get(principalKey)
+	pr, _ := p.(accounts.Principal)
+	return pr
+}

@@ -1,0 +1,141 @@
+package frontend
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/accounts"
+	"conduit/internal/apikey"
+	"conduit/internal/store"
+)
+
+// keyJSON is an API key on the wire; the secret appears only in the
+// creation answer, as "key".
+type keyJSON struct {
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	Permissions   []string   `json:"permissions"`
+	Status        string     `json:"status"`
+	WalletAddress *string    `json:"walletAddress"`
+	Prefix        string     `json:"prefix"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+	LastUsedAt    *time.Time `json:"lastUsedAt"`
+	Key           string     `json:"key,omitempty"`
+}
+
+func toKeyJSON(k store.APIKey) keyJSON {
+	return keyJSON{ID: k.ID, Name: k.Name, Permissions: k.Permissions, Status: k.Status, WalletAddress: k.WalletAddress,
+		Prefix: apikey.Display(k.Prefix), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt, LastUsedAt: k.LastUsedAt}
+}
+
+// createKey: POST /api/keys {name, permissions?, walletAddress?}.
+func (s *Server) createKey(c *gin.Context) {
+	var body struct {
+		Name          *string  `json:"name"`
+		Permissions   []string `json:"permissions"`
+		WalletAddress *string  `json:"walletAddress"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		fail(c, err)
+		return
+	}
+	if body.Name == nil {
+		fail(c, errorf(http.StatusBadRequest, "name is required"))
+		return
+	}
+	k, plain, err := s.deps.Accounts.CreateKey(c.Request.Context(), principal(c).AccountID, accounts.KeyRequest{
+		Name: *body.Name, Permissions: body.Permissions, WalletAddress: body.WalletAddress,
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := toKeyJSON(k)
+	out.Key = plain
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusCreated, out)
+}
+
+// listKeys: GET /api/keys.
+func (s *Server) listKeys(c *gin.Context) {
+	keys, err := s.deps.Store.APIKeys(c.Request.Context(), principal(c).AccountID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := make([]keyJSON, len(keys))
+	for i, k := range keys {
+		out[i] = toKeyJSON(k)
+	}
+	c.JSON(http.StatusOK, gin.H{"keys": out})
+}
+
+// getKey: GET /api/keys/{id}.
+func (s *Server) getKey(c *gin.Context) {
+	k, err := s.deps.Store.APIKey(c.Request.Context(), principal(c).AccountID, c.Param("id"))
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toKeyJSON(k))
+}
+
+// updateKey: PATCH /api/keys/{id} with any of name, permissions, status,
+// walletAddress (null clears it).
+func (s *Server) updateKey(c *gin.Context) {
+	var raw map[string]json.RawMessage
+	if err := decodeJSON(c, &raw); err != nil {
+		fail(c, err)
+		return
+	}
+	var p accounts.KeyPatch
+	for field, v := range raw {
+		var err error
+		switch field {
+		case "name":
+			err = json.Unmarshal(v, &p.Name)
+			if err == nil && p.Name == nil {
+				err = errorf(http.StatusBadRequest, "name must be a string")
+			}
+		case "permissions":
+			err = json.Unmarshal(v, &p.Permissions)
+			if err == nil && p.Permissions == nil {
+				err = errorf(http.StatusBadRequest, "permissions must be an array of scope names")
+			}
+		case "status":
+			err = json.Unmarshal(v, &p.Status)
+			if err == nil && p.Status == nil {
+				err = errorf(http.StatusBadRequest, "status must be active or inactive")
+			}
+		case "walletAddress":
+			var w *string
+			err = json.Unmarshal(v, &w)
+			p.WalletAddress = &w
+		default:
+			err = errorf(http.StatusBadRequest, "unknown field %q (updatable: name, permissions, status, walletAddress)", field)
+		}
+		if err != nil {
+			fail(c, asBadRequest(err, field))
+			return
+		}
+	}
+	k, err := s.deps.Accounts.UpdateKey(c.Request.Context(), principal(c).AccountID, c.Param("id"), p)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toKeyJSON(k))
+}
+
+// deleteKey: DELETE /api/keys/{id} revokes the key for good.
+func (s *Server) deleteKey(c *gin.Context) {
+	if err := s.deps.Store.DeleteAPIKey(c.Request.Context(), principal(c).AccountID, c.Param("id")); err != nil {
+		fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

@@ -1,0 +1,226 @@
+// Package accounts holds the rules of accounts and API keys: free credit for
+// new accounts, key minting and validation, authentication of a presented
+// bearer key, and credit-pack purchases. Storage is the store's job; HTTP is
+// the frontend's.
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"conduit/internal/apikey"
+	"conduit/internal/money"
+	"conduit/internal/store"
+)
+
+// FreeCredit is granted once to every new account (spec §8).
+const FreeCredit = 5 * money.USD
+
+// Service applies the rules on top of the store.
+type Service struct {
+	Store *store.Store
+}
+
+// InputError is a request the caller must fix (400).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+var (
+	// ErrUnauthenticated: no key, an unknown or malformed key, an inactive
+	// or deleted key. One error for all, so callers learn nothing about
+	// which keys exist.
+	ErrUnauthenticated = errors.New("invalid or expired credentials")
+	// ErrNoCredentials: the request carried no bearer key at all.
+	ErrNoCredentials = errors.New("missing API key: send Authorization: Bearer <key>")
+)
+
+// Principal is the authenticated caller.
+type Principal struct {
+	AccountID string
+	KeyID     string
+	Scopes    []string
+}
+
+// Has reports whether the caller holds scope.
+func (p Principal) Has(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateAccount opens a human account with its free credit.
+func (s *Service) CreateAccount(ctx context.Context, name string) (store.Account, error) {
+	return s.EnsureAccount(ctx, store.NewID("acct"), name)
+}
+
+// EnsureAccount opens the account id if it does not exist (idempotent).
+func (s *Service) EnsureAccount(ctx context.Context, id, name string) (store.Account, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > 100 {
+		return store.Account{}, inputErrorf("account name must be 1 to 100 characters")
+	}
+	return s.Store.EnsureHumanAccount(ctx, id, name, FreeCredit)
+}
+
+// KeyRequest is what a caller sends to create a key.
+type KeyRequest struct {
+	Name          string
+	Permissions   []string // nil: the default scopes
+	WalletAddress *string
+}
+
+// CreateKey mints a key for the account and returns it with the plain
+// secret, which is never stored or shown again.
+func (s *Service) CreateKey(ctx context.Context, account string, r KeyRequest) (store.APIKey, string, error) {
+	name, err := checkKeyName(r.Name)
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	perms := apikey.DefaultScopes()
+	if r.Permissions != nil {
+		if perms, err = apikey.NormalizeScopes(r.Permissions); err != nil {
+			return store.APIKey{}, "", &InputError{Msg: err.Error()}
+		}
+	}
+	if err := checkWallet(r.WalletAddress); err != nil {
+		return store.APIKey{}, "", err
+	}
+	m, err := apikey.Mint()
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	k, err := s.Store.CreateAPIKey(ctx, store.NewAPIKey{
+		AccountID: account, Name: name, Prefix: m.Prefix, Hash: m.Hash, Permissions: perms, WalletAddress: r.WalletAddress,
+	})
+	return k, m.Plain, err
+}
+
+// KeyPatch is a partial update of a key; nil fields stay as they are.
+type KeyPatch struct {
+	Name          *string
+	Permissions   []string
+	Status        *string
+	WalletAddress **string
+}
+
+// UpdateKey validates and applies a patch.
+func (s *Service) UpdateKey(ctx context.Context, account, id string, p KeyPatch) (store.APIKey, error) {
+	var patch store.APIKeyPatch
+	if p.Name != nil {
+		name, err := checkKeyName(*p.Name)
+		if err != nil {
+			return store.APIKey{}, err
+		}
+		patch.Name = &name
+	}
+	if p.Permissions != nil {
+		perms, err := apikey.NormalizeScopes(p.Permissions)
+		if err != nil {
+			return store.APIKey{}, &InputError{Msg: err.Error()}
+		}
+		patch.Permissions = perms
+	}
+	if p.Status != nil {
+		if *p.Status != "active" && *p.Status != "inactive" {
+			return store.APIKey{}, inputErrorf("status must be active or inactive, got %q", *p.Status)
+		}
+		patch.Status = p.Status
+	}
+	if p.WalletAddress != nil {
+		if err := checkWallet(*p.WalletAddress); err != nil {
+			return store.APIKey{}, err
+		}
+		patch.Wallet = p.WalletAddress
+	}
+	return s.Store.UpdateAPIKey(ctx, account, id, patch)
+}
+
+// Authenticate resolves an Authorization header value to its caller.
+func (s *Service) Authenticate(ctx context.Context, authorization string) (Principal, error) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if authorization == "" {
+		return Principal{}, ErrNoCredentials
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return Principal{}, ErrUnauthenticated
+	}
+	prefix, secret, err := apikey.Split(strings.TrimSpace(token))
+	if err != nil {
+		return Principal{}, ErrUnauthenticated
+	}
+	k, hash, err := s.Store.KeyByPrefix(ctx, prefix)
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, ErrUnauthenticated
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if !apikey.Matches(secret, hash) || k.Status != "active" {
+		return Principal{}, ErrUnauthenticated
+	}
+	_ = s.Store.TouchAPIKey(ctx, k.ID)
+	return Principal{AccountID: k.AccountID, KeyID: k.ID, Scopes: k.Permissions}, nil
+}
+
+// Packs are the dashboard's credit packs (spec §8): price paid → credit
+// granted.
+var Packs = map[money.Micros]money.Micros{
+	10 * money.USD: 10 * money.USD,
+	25 * money.USD: 25 * money.USD,
+	50 * money.USD: 52*money.USD + money.Cents(50),
+}
+
+// RecordPack credits a purchased pack once per payment reference (the card
+// processor's payment id): recording the same reference again is reported
+// as a duplicate and grants nothing.
+func (s *Service) RecordPack(ctx context.Context, account string, paid money.Micros, reference string) (store.GrantResult, error) {
+	credit, ok := Packs[paid]
+	if !ok {
+		return store.GrantResult{}, inputErrorf("no credit pack costs %s USD (packs: 10, 25, 50)", paid)
+	}
+	reference = strings.TrimSpace(reference)
+	if reference == "" {
+		return store.GrantResult{}, inputErrorf("a pack purchase needs its payment reference")
+	}
+	return s.Store.Grant(ctx, account, store.EntryPack, credit, "pack/"+reference, "pack "+paid.String()+" USD")
+}
+
+func checkKeyName(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", inputErrorf("name must not be empty")
+	}
+	if utf8.RuneCountInString(name) > 100 {
+		return "", inputErrorf("name must be at most 100 characters")
+	}
+	return name, nil
+}
+
+// checkWallet accepts an EVM (0x + 40 hex) or a base58 Solana address.
+func checkWallet(w *string) error {
+	if w == nil || *w == "" {
+		return nil
+	}
+	a := *w
+	if strings.HasPrefix(a, "0x") {
+		if len(a) != 42 || strings.Trim(strings.ToLower(a[2:]), "0123456789abcdef") != "" {
+			return inputErrorf("walletAddress %q is not a 0x address of 40 hex digits", a)
+		}
+		return nil
+	}
+	if len(a) < 32 || len(a) > 44 || strings.Trim(a, "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz") != "" {
+		return inputErrorf("walletAddress %q is neither a 0x address nor a base58 address", a)
+	}
+	return nil
+}

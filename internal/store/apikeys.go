@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// APIKey is a stored key (never its secret).
+type APIKey struct {
+	ID            string
+	AccountID     string
+	Name          string
+	Prefix        string
+	Permissions   []string
+	Status        string
+	WalletAddress *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	LastUsedAt    *time.Time
+}
+
+// NewAPIKey is what CreateAPIKey stores.
+type NewAPIKey struct {
+	AccountID     string
+	Name          string
+	Prefix        string
+	Hash          []byte
+	Permissions   []string
+	WalletAddress *string
+}
+
+const keyCols = `id, account_id, name, prefix, permissions, status, wallet_address, created_at, updated_at, last_used_at`
+
+func scanKey(row pgx.Row) (APIKey, error) {
+	var k APIKey
+	err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &k.Permissions, &k.Status, &k.WalletAddress, &k.CreatedAt, &k.UpdatedAt, &k.LastUsedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, ErrNotFound
+	}
+	return k, err
+}
+
+// CreateAPIKey stores a new active key.
+func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey) (APIKey, error) {
+	key, err := scanKey(s.pool.QueryRow(ctx, `
+		INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, permissions, status, wallet_address)
+		VALUES ($1, $2, $3, $4, $5, $6, 'active', $7)
+		RETURNING `+keyCols, NewID("key"), k.AccountID, k.Name, k.Prefix, k.Hash, k.Permissions, k.WalletAddress))
+	if isForeignKeyViolation(err) {
+		return key, ErrNotFound
+	}
+	return key, err
+}
+
+// APIKeys lists the account's keys, oldest first.
+func (s *Store) APIKeys(ctx context.Context, account string) ([]APIKey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+keyCols+` FROM api_keys WHERE account_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, account)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	keys := []APIKey{}
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// APIKey reads one of the account's keys; another account's key is
+// ErrNotFound, exactly like a missing one.
+func (s *Store) APIKey(ctx context.Context, account, id string) (APIKey, error) {
+	return scanKey(s.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`, id, account))
+}
+
+// APIKeyPatch lists the fields to change; nil leaves a field as it is.
+type APIKeyPatch struct {
+	Name        *string
+	Permissions []string
+	Status      *string
+	// Wallet: nil leaves it; a pointer to nil clears it.
+	Wallet **string
+}
+
+// UpdateAPIKey applies patch to one of the account's keys.
+func (s *Store) UpdateAPIKey(ctx context.Context, account, id string, p APIKeyPatch) (APIKey, error) {
+	setWallet := p.Wallet != nil
+	var wallet *string
+	if setWallet {
+		wallet = *p.Wallet
+	}
+	return scanKey(s.pool.QueryRow(ctx, `
+		UPDATE api_keys SET
+			name = coalesce($3, name),
+			permissions = coalesce($4, permissions),
+			status = coalesce($5, status),
+			wallet_address = CASE WHEN $6 THEN $7 ELSE wallet_address END,
+			updated_at = now()
+		WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
+		RETURNING `+keyCols, id, account, p.Name, p.Permissions, p.Status, setWallet, wallet))
+}
+
+// DeleteAPIKey revokes a key for good.
+func (s *Store) DeleteAPIKey(ctx context.Context, account, id string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET deleted_at = now(), status = 'inactive' WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`, id, account)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// KeyByPrefix finds a live (not deleted) key and its secret hash for
+// authentication.
+func (s *Store) KeyByPrefix(ctx context.Context, prefix string) (APIKey, []byte, error) {
+	var hash []byte
+	var k APIKey
+	err := s.pool.QueryRow(ctx, `SELECT `+keyCols+`, secret_hash FROM api_keys WHERE prefix = $1 AND deleted_at IS NULL`, prefix).
+		Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &k.Permissions, &k.Status, &k.WalletAddress, &k.CreatedAt, &k.UpdatedAt, &k.LastUsedAt, &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, nil, ErrNotFound
+	}
+	return k, hash, err
+}
+
+// TouchAPIKey records use, at most once a minute per key so a busy key does
+// not turn every request into a write.
+func (s *Store) TouchAPIKey(ctx context.Context, id string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, id)
+	return err
+}
