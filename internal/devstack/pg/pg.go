@@ -46,8 +46,10 @@ type Cluster struct {
 	URL  string
 	Port int
 	cmd  *exec.Cmd
-	done chan error
-	log  *slog.Logger
+	// done is closed when the postmaster has exited, with exitErr set.
+	done    chan struct{}
+	exitErr error
+	log     *slog.Logger
 }
 
 const pgSuperuser = "conduit"
@@ -121,11 +123,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("PostgreSQL could not be started: %w", err)
 	}
-	p := &Cluster{Port: port, cmd: cmd, done: make(chan error, 1), log: o.Log}
-	go func() { p.done <- cmd.Wait() }()
+	p := &Cluster{Port: port, cmd: cmd, done: make(chan struct{}), log: o.Log}
+	go func() { p.exitErr = cmd.Wait(); close(p.done) }()
 
 	admin := pgURL(password, port, "postgres")
-	if err := waitReady(ctx, admin, p.done, &logBuf); err != nil {
+	if err := waitReady(ctx, admin, p, &logBuf); err != nil {
 		_ = p.Stop()
 		return nil, err
 	}
@@ -137,7 +139,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	return p, nil
 }
 
-// Stop asks the postmaster for a fast shutdown and waits for it.
+// Stop asks the postmaster for a fast shutdown and waits for it; stopping a
+// stopped cluster returns at once.
 func (p *Cluster) Stop() error {
 	if p == nil || p.cmd.Process == nil {
 		return nil
@@ -189,12 +192,12 @@ func initdb(ctx context.Context, bin, dir, password string, cred *syscall.Creden
 	return nil
 }
 
-func waitReady(ctx context.Context, url string, exited <-chan error, logBuf *bytes.Buffer) error {
+func waitReady(ctx context.Context, url string, p *Cluster, logBuf *bytes.Buffer) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("PostgreSQL exited at start-up (%v): %s", err, lastLine(logBuf.Bytes(), nil))
+		case <-p.done:
+			return fmt.Errorf("PostgreSQL exited at start-up (%v): %s", p.exitErr, lastLine(logBuf.Bytes(), nil))
 		default:
 		}
 		c, err := pgx.Connect(ctx, url)
