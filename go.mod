@@ -8,6 +8,7 @@ require (
 	github.com/pressly/goose/v3 v3.27.3
 	github.com/spf13/viper v1.21.0
 	github.com/temporalio/ui-server/v2 v2.54.1
+	github.com/tiktoken-go/tokenizer v0.10.0
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.0
 )

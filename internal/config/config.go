@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+
+	"conduit/internal/money"
 )
 
 // EnvPrefix is the prefix of every environment variable the service reads.
@@ -26,6 +28,48 @@ type Config struct {
 	Temporal Temporal `mapstructure:"temporal"`
 	Dev      Dev      `mapstructure:"dev"`
 	Log      Log      `mapstructure:"log"`
+	Models   Models   `mapstructure:"models"`
+	Runs     Runs     `mapstructure:"runs"`
+}
+
+// Models configures text-generation providers and the model catalog.
+type Models struct {
+	OpenAI OpenAI `mapstructure:"openai"`
+	// Catalog lists every model id a pipeline may name, with its provider
+	// and price. Prices are decimal USD strings (exact, never floats).
+	Catalog []ModelEntry `mapstructure:"catalog"`
+}
+
+// OpenAI is an OpenAI-compatible chat-completions provider (OpenAI, vLLM,
+// Ollama, LiteLLM, …).
+type OpenAI struct {
+	BaseURL string        `mapstructure:"base_url"`
+	APIKey  string        `mapstructure:"api_key"`
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// ModelEntry is one catalog row.
+type ModelEntry struct {
+	ID string `mapstructure:"id"`
+	// Provider is "local" (the built-in deterministic model) or "openai".
+	Provider string `mapstructure:"provider"`
+	// Upstream is the provider's own model name (defaults to ID).
+	Upstream           string `mapstructure:"upstream"`
+	PromptPer1KUSD     string `mapstructure:"prompt_per_1k_usd"`
+	CompletionPer1KUSD string `mapstructure:"completion_per_1k_usd"`
+	ContextTokens      int    `mapstructure:"context_tokens"`
+	// TokenDelay slows the local model down per token (demos, tests).
+	TokenDelay time.Duration `mapstructure:"token_delay"`
+}
+
+// Runs configures pipeline runs.
+type Runs struct {
+	// TruncateOutputChars bounds text outputs in polled results.
+	TruncateOutputChars int `mapstructure:"truncate_output_chars"`
+	// ModelAttempts is how often a failing model call is tried.
+	ModelAttempts int `mapstructure:"model_attempts"`
+	// ModelTimeout bounds one model call attempt.
+	ModelTimeout time.Duration `mapstructure:"model_timeout"`
 }
 
 // HTTP configures the public API server.
@@ -78,21 +122,31 @@ type Log struct {
 // defaults lists every key with its default; viper only maps environment
 // variables onto keys it knows, so every key must appear here.
 var defaults = map[string]any{
-	"http.addr":             "127.0.0.1:8080",
-	"http.public_url":       "",
-	"http.shutdown_timeout": "15s",
-	"database.url":          "",
-	"database.max_conns":    20,
-	"temporal.address":      "",
-	"temporal.namespace":    "default",
-	"dev.data_dir":          ".data",
-	"dev.postgres_port":     54329,
-	"dev.temporal_port":     7233,
-	"dev.temporal_ui_port":  8233,
-	"dev.install_postgres":  true,
-	"dev.temporal_log":      "off",
-	"log.level":             "info",
-	"log.format":            "text",
+	"http.addr":              "127.0.0.1:8080",
+	"http.public_url":        "",
+	"http.shutdown_timeout":  "15s",
+	"database.url":           "",
+	"database.max_conns":     20,
+	"temporal.address":       "",
+	"temporal.namespace":     "default",
+	"dev.data_dir":           ".data",
+	"dev.postgres_port":      54329,
+	"dev.temporal_port":      7233,
+	"dev.temporal_ui_port":   8233,
+	"dev.install_postgres":   true,
+	"dev.temporal_log":       "off",
+	"log.level":              "info",
+	"log.format":             "text",
+	"models.openai.base_url": "",
+	"models.openai.api_key":  "",
+	"models.openai.timeout":  "120s",
+	"models.catalog": []map[string]any{
+		{"id": "local-echo", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192},
+		{"id": "local-echo-slow", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192, "token_delay": "25ms"},
+	},
+	"runs.truncate_output_chars": 8000,
+	"runs.model_attempts":        3,
+	"runs.model_timeout":         "120s",
 }
 
 // Load reads defaults, the file named by path (optional; CONDUIT_CONFIG when
@@ -177,7 +231,58 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("log.format (%s_LOG_FORMAT) %q must be text or json", EnvPrefix, c.Log.Format))
 	}
+	errs = append(errs, c.validateModels()...)
+	if c.Runs.TruncateOutputChars < 100 {
+		errs = append(errs, fmt.Errorf("runs.truncate_output_chars (%s_RUNS_TRUNCATE_OUTPUT_CHARS) must be at least 100", EnvPrefix))
+	}
+	if c.Runs.ModelAttempts < 1 || c.Runs.ModelAttempts > 20 {
+		errs = append(errs, fmt.Errorf("runs.model_attempts (%s_RUNS_MODEL_ATTEMPTS) must be 1 to 20", EnvPrefix))
+	}
+	if c.Runs.ModelTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("runs.model_timeout (%s_RUNS_MODEL_TIMEOUT) must be positive", EnvPrefix))
+	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateModels() []error {
+	var errs []error
+	if c.Models.OpenAI.BaseURL != "" {
+		if u, err := url.Parse(c.Models.OpenAI.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("models.openai.base_url (%s_MODELS_OPENAI_BASE_URL) must be an absolute http(s) URL", EnvPrefix))
+		}
+	}
+	if len(c.Models.Catalog) == 0 {
+		errs = append(errs, errors.New("models.catalog must list at least one model"))
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Models.Catalog {
+		where := fmt.Sprintf("models.catalog[%d] (%s)", i, m.ID)
+		if m.ID == "" {
+			errs = append(errs, fmt.Errorf("models.catalog[%d] has no id", i))
+		}
+		if seen[m.ID] {
+			errs = append(errs, fmt.Errorf("%s: model id listed twice", where))
+		}
+		seen[m.ID] = true
+		switch m.Provider {
+		case "local":
+		case "openai":
+			if c.Models.OpenAI.BaseURL == "" {
+				errs = append(errs, fmt.Errorf("%s uses provider openai but models.openai.base_url (%s_MODELS_OPENAI_BASE_URL) is not set", where, EnvPrefix))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s: provider must be local or openai, got %q", where, m.Provider))
+		}
+		if m.ContextTokens < 16 {
+			errs = append(errs, fmt.Errorf("%s: context_tokens must be at least 16", where))
+		}
+		for _, p := range []string{m.PromptPer1KUSD, m.CompletionPer1KUSD} {
+			if v, err := money.ParseUSD(p); err != nil || v < 0 {
+				errs = append(errs, fmt.Errorf("%s: price %q is not a decimal USD amount with at most 6 decimals", where, p))
+			}
+		}
+	}
+	return errs
 }
 
 // ValidateProduction adds what the stand-alone frontend and worker need:
