@@ -16,9 +16,11 @@ import (
 	"conduit/frontend"
 	"conduit/internal/accounts"
 	"conduit/internal/config"
+	"conduit/internal/models"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/worker"
+	"conduit/workflows"
 )
 
 // Roles says which parts this process runs.
@@ -33,6 +35,7 @@ type Platform struct {
 	Log      *slog.Logger
 	Store    *store.Store
 	Temporal client.Client
+	Catalog  *models.Catalog
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -41,12 +44,17 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	if err != nil {
 		return nil, err
 	}
+	catalog, err := models.NewCatalog(cfg.Models)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc}, nil
+	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog}, nil
 }
 
 // Close releases the connections.
@@ -71,8 +79,8 @@ func Listen(cfg *config.Config) (net.Listener, error) {
 func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error {
 	var w *worker.Worker
 	if roles.Worker {
-		w = worker.New(p.Temporal, worker.Deps{Store: p.Store, Log: p.Log})
-		if err := w.Start(); err != nil {
+		var err error
+		if w, err = p.StartWorker(ctx); err != nil {
 			return err
 		}
 		defer w.Stop()
@@ -85,9 +93,19 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 	return srv.Serve(ctx, ln)
 }
 
+// StartWorker registers the search attributes runs carry, then starts the
+// worker on every task queue.
+func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
+	if err := temporalx.EnsureSearchAttributes(ctx, p.Temporal, p.Config.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
+		return nil, err
+	}
+	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Log: p.Log})
+	return w, w.Start()
+}
+
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
-	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Log: p.Log}
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Log: p.Log}
 }
 
 // Accounts is the account and key service on this platform's store.

@@ -17,6 +17,7 @@ import (
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
 	"conduit/internal/config"
+	"conduit/internal/models"
 	"conduit/internal/store"
 )
 
@@ -26,6 +27,7 @@ type Deps struct {
 	Store    *store.Store
 	Temporal client.Client
 	Accounts *accounts.Service
+	Catalog  *models.Catalog
 	// TopUp is nil until agent top-up is configured.
 	TopUp TopUp
 	Log   *slog.Logger
@@ -66,6 +68,20 @@ func New(d Deps) *Server {
 	keys.GET("/:id", s.getKey)
 	keys.PATCH("/:id", s.updateKey)
 	keys.DELETE("/:id", s.deleteKey)
+
+	pipes := api.Group("/pipelines")
+	pipes.POST("", requireScope(apikey.PipelinesWrite), s.createPipeline)
+	pipes.GET("", requireScope(apikey.PipelinesRead), s.listPipelines)
+	one := pipes.Group("/:id", s.loadPipeline)
+	one.GET("", requireScope(apikey.PipelinesRead), s.getPipeline)
+	one.PUT("/draft", requireScope(apikey.PipelinesWrite), s.putDraft)
+	one.POST("/publish", requireScope(apikey.PipelinesWrite), s.publish)
+	one.POST("/rollback", requireScope(apikey.PipelinesWrite), s.rollback)
+	one.GET("/versions", requireScope(apikey.PipelinesRead), s.listVersions)
+	one.GET("/versions/:n", requireScope(apikey.PipelinesRead), s.getVersion)
+	one.GET("/runs", requireScope(apikey.PipelinesRead), s.listRuns)
+	one.POST("/invoke", requireScope(apikey.PipelinesRun), s.invoke)
+	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
 
 	s.router = r
 	return s

@@ -10,14 +10,17 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"conduit/activities"
+	"conduit/internal/models"
 	"conduit/internal/store"
 	"conduit/workflows"
 )
 
 // Deps are what the activities need.
 type Deps struct {
-	Store *store.Store
-	Log   *slog.Logger
+	Store   *store.Store
+	Catalog *models.Catalog
+	Deltas  activities.DeltaSink
+	Log     *slog.Logger
 }
 
 // Worker polls every task queue of the platform.
@@ -33,7 +36,12 @@ func New(c client.Client, d Deps) *Worker {
 	sys.RegisterWorkflow(workflows.Ping)
 	sys.RegisterActivity(system)
 
-	return &Worker{workers: []sdkworker.Worker{sys}}
+	pipes := sdkworker.New(c, workflows.PipelineQueue, sdkworker.Options{})
+	pipes.RegisterWorkflow(workflows.PipelineRun)
+	pipes.RegisterActivity(&activities.Models{Catalog: d.Catalog, Deltas: d.Deltas})
+	pipes.RegisterActivity(&activities.Runs{Store: d.Store})
+
+	return &Worker{workers: []sdkworker.Worker{sys, pipes}}
 }
 
 // Start begins polling on every queue.

@@ -175,8 +175,8 @@ func (e *Env) StartWorker() error {
 	if e.worker != nil {
 		return nil
 	}
-	w := worker.New(e.Platform.Temporal, worker.Deps{Store: e.Platform.Store, Log: e.Platform.Log})
-	if err := w.Start(); err != nil {
+	w, err := e.Platform.StartWorker(context.Background())
+	if err != nil {
 		return err
 	}
 	e.worker = w

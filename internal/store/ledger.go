@@ -208,51 +208,57 @@ func insertEntry(ctx context.Context, tx pgx.Tx, account, kind string, amount mo
 // returns the hold id; the same key again returns the same hold. The
 // balance shown to the owner excludes held credit.
 func (s *Store) Hold(ctx context.Context, account string, amount money.Micros, key string) (string, error) {
-	if amount <= 0 {
-		return "", fmt.Errorf("hold amount must be positive, got %s", amount)
-	}
 	var holdID string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var existingAccount string
-		var existingAmount money.Micros
-		err := tx.QueryRow(ctx, `SELECT id, account_id, amount_micros FROM holds WHERE idempotency_key = $1`, key).Scan(&holdID, &existingAccount, &existingAmount)
-		if err == nil {
-			if existingAccount != account || existingAmount != amount {
-				return ErrIdempotencyConflict
-			}
-			return nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		var bal money.Micros
-		err = tx.QueryRow(ctx, `UPDATE accounts SET balance_micros = balance_micros - $2 WHERE id = $1 AND balance_micros >= $2 RETURNING balance_micros`, account, amount).Scan(&bal)
-		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := s.accountExists(ctx, tx, account); err != nil {
-				return err
-			}
-			return ErrInsufficientCredit
-		}
-		if err != nil {
-			return err
-		}
-		holdID = NewID("hold")
-		if _, err := tx.Exec(ctx, `INSERT INTO holds (id, account_id, amount_micros, status, idempotency_key) VALUES ($1, $2, $3, 'held', $4)`, holdID, account, amount, key); err != nil {
-			return err
-		}
-		_, _, err = insertEntry(ctx, tx, account, EntryHold, -amount, "hold/"+holdID, holdID, key)
+		var err error
+		holdID, err = holdTx(ctx, tx, account, amount, key)
 		return err
 	})
 	return holdID, err
 }
 
-func (s *Store) accountExists(ctx context.Context, tx pgx.Tx, account string) (bool, error) {
+func holdTx(ctx context.Context, tx pgx.Tx, account string, amount money.Micros, key string) (string, error) {
+	if amount <= 0 {
+		return "", fmt.Errorf("hold amount must be positive, got %s", amount)
+	}
+	var holdID, existingAccount string
+	var existingAmount money.Micros
+	err := tx.QueryRow(ctx, `SELECT id, account_id, amount_micros FROM holds WHERE idempotency_key = $1`, key).Scan(&holdID, &existingAccount, &existingAmount)
+	if err == nil {
+		if existingAccount != account || existingAmount != amount {
+			return "", ErrIdempotencyConflict
+		}
+		return holdID, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", err
+	}
+	var bal money.Micros
+	err = tx.QueryRow(ctx, `UPDATE accounts SET balance_micros = balance_micros - $2 WHERE id = $1 AND balance_micros >= $2 RETURNING balance_micros`, account, amount).Scan(&bal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if err := accountExists(ctx, tx, account); err != nil {
+			return "", err
+		}
+		return "", ErrInsufficientCredit
+	}
+	if err != nil {
+		return "", err
+	}
+	holdID = NewID("hold")
+	if _, err := tx.Exec(ctx, `INSERT INTO holds (id, account_id, amount_micros, status, idempotency_key) VALUES ($1, $2, $3, 'held', $4)`, holdID, account, amount, key); err != nil {
+		return "", err
+	}
+	_, _, err = insertEntry(ctx, tx, account, EntryHold, -amount, "hold/"+holdID, holdID, key)
+	return holdID, err
+}
+
+func accountExists(ctx context.Context, tx pgx.Tx, account string) error {
 	var one int
 	err := tx.QueryRow(ctx, `SELECT 1 FROM accounts WHERE id = $1`, account).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, ErrNotFound
+		return ErrNotFound
 	}
-	return err == nil, err
+	return err
 }
 
 // Capture settles a hold by charging charge (≤ the held amount) and

@@ -4,10 +4,14 @@ package temporalx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 )
@@ -30,4 +34,29 @@ func Dial(ctx context.Context, address, namespace string, log *slog.Logger) (cli
 		return nil, fmt.Errorf("Temporal at %s does not answer health checks: %w", address, err)
 	}
 	return c, nil
+}
+
+// EnsureSearchAttributes registers custom search attributes on the
+// namespace, leaving ones that exist alone, so every worker start (and the
+// embedded dev server) converges on the same set.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, attrs map[string]enumspb.IndexedValueType) error {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("listing search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range attrs {
+		if _, ok := resp.CustomAttributes[name]; !ok {
+			missing[name] = typ
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("registering search attributes: %w", err)
+	}
+	return nil
 }

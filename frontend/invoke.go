@@ -1,0 +1,295 @@
+package frontend
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"conduit/internal/logging"
+	"conduit/internal/money"
+	"conduit/internal/pipeline"
+	"conduit/internal/store"
+	"conduit/workflows"
+)
+
+// newRunID is `<ISO timestamp>#<8 hex>` (spec §2.2).
+func newRunID(now time.Time) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("2006-01-02T15:04:05.000Z") + "#" + hex.EncodeToString(b)
+}
+
+// runRequest is a run the caller asked for, before anything is written.
+type runRequest struct {
+	Kind           string
+	Inputs         map[string]string
+	IdempotencyKey string
+	// StreamNode names the model node whose tokens are published live.
+	StreamNode string
+}
+
+// servingGraph returns the published snapshot that serves the pipeline, or
+// the spec's 409 when there is none or it cannot take calls.
+func (s *Server) servingGraph(c *gin.Context, p store.Pipeline) (*pipeline.Graph, store.PipelineVersion, error) {
+	if p.ServingVersion == nil {
+		return nil, store.PipelineVersion{}, errorf(http.StatusConflict, "pipeline %q is not published; publish a version first", p.ID)
+	}
+	v, err := s.deps.Store.Version(c.Request.Context(), p.ID, *p.ServingVersion)
+	if err != nil {
+		return nil, v, err
+	}
+	g, err := pipeline.Parse(v.Graph)
+	if err != nil {
+		return nil, v, err
+	}
+	return g, v, nil
+}
+
+// holdFor is the most a run of g can cost: every model node at a full
+// context window plus its maxTokens. The run holds this much and is charged
+// its actual cost.
+func (s *Server) holdFor(g *pipeline.Graph) money.Micros {
+	var total money.Micros
+	for _, n := range g.Nodes {
+		if n.Type != "model" {
+			continue
+		}
+		if m, ok := s.deps.Catalog.Model(n.Model); ok {
+			total += m.MaxCost(n.MaxTokens)
+		}
+	}
+	return total
+}
+
+// startRun records the run, holds its credit and starts its workflow; when
+// the workflow cannot start, the record and the hold are undone.
+func (s *Server) startRun(c *gin.Context, p store.Pipeline, g *pipeline.Graph, v store.PipelineVersion, rr runRequest) (store.Run, bool, error) {
+	ctx := c.Request.Context()
+	account := principal(c).AccountID
+	now := time.Now()
+	held := s.holdFor(g)
+	run, existing, err := s.deps.Store.StartRun(ctx, store.NewRun{
+		RunID: newRunID(now), PipelineID: p.ID, Version: v.Version, AccountID: account, Kind: rr.Kind,
+		IdempotencyKey: rr.IdempotencyKey, Inputs: rr.Inputs, StartedAt: now, Hold: held,
+	})
+	if errors.Is(err, store.ErrInsufficientCredit) {
+		bal, berr := s.deps.Store.Balance(ctx, account)
+		if berr != nil {
+			return run, false, berr
+		}
+		return run, false, &APIError{
+			Status: http.StatusPaymentRequired, Code: "INSUFFICIENT_CREDITS",
+			Message: "insufficient credits: this run may cost up to " + held.String() + " USD and the balance is " + bal.String() + " USD; top up to continue",
+			Extra:   map[string]any{"balanceUsd": bal, "topUpUrl": s.topUpURL()},
+		}
+	}
+	if err != nil || existing {
+		return run, existing, err
+	}
+	log := logging.From(ctx).With("run_id", run.RunID, "pipeline_id", p.ID, "version", v.Version)
+	_, err = s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    workflows.PipelineRunWorkflowID(run.RunID),
+		TaskQueue:             workflows.PipelineQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrPipelineID.ValueSet(p.ID),
+			workflows.AttrPipelineVersion.ValueSet(int64(v.Version)),
+			workflows.AttrAccountID.ValueSet(account),
+			workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
+		),
+	}, workflows.PipelineRun, workflows.RunInput{
+		RunID: run.RunID, PipelineID: p.ID, Version: v.Version, AccountID: account,
+		Graph: v.Graph, Inputs: rr.Inputs, Held: held,
+		ModelTimeout: s.deps.Config.Runs.ModelTimeout, ModelAttempts: int32(s.deps.Config.Runs.ModelAttempts),
+		StreamNode: rr.StreamNode,
+	})
+	if err != nil {
+		log.Error("run could not start; undoing its record and hold", "err", err)
+		if aerr := s.deps.Store.AbandonRun(context.WithoutCancel(ctx), run.RunID); aerr != nil {
+			log.Error("undoing a run that did not start failed", "err", aerr)
+		}
+		return run, false, errorf(http.StatusServiceUnavailable, "the run could not be started; nothing was charged, try again")
+	}
+	log.Info("run started", "kind", rr.Kind, "held", held)
+	return run, false, nil
+}
+
+// invoke: POST /api/pipelines/{id}/invoke {inputs}.
+func (s *Server) invoke(c *gin.Context) {
+	p := currentPipeline(c)
+	g, v, err := s.servingGraph(c, p)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if err := g.Servable(); err != nil {
+		fail(c, errorf(http.StatusConflict, "version %d of pipeline %q cannot take API calls: %v", v.Version, p.ID, err))
+		return
+	}
+	var body struct {
+		Inputs json.RawMessage `json:"inputs"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		fail(c, err)
+		return
+	}
+	var raw map[string]any
+	if len(body.Inputs) == 0 || json.Unmarshal(body.Inputs, &raw) != nil || raw == nil {
+		fail(c, errorf(http.StatusBadRequest, "inputs is required and must be a JSON object"))
+		return
+	}
+	inputs, err := pipeline.ValidateInputs(g.Contract(), raw)
+	if err != nil {
+		fail(c, errorf(http.StatusBadRequest, "%v", err))
+		return
+	}
+	key := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
+	if len(key) > 200 {
+		fail(c, errorf(http.StatusBadRequest, "Idempotency-Key must be at most 200 characters"))
+		return
+	}
+	run, existing, err := s.startRun(c, p, g, v, runRequest{Kind: "invoke", Inputs: inputs, IdempotencyKey: key})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if existing {
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.JSON(http.StatusAccepted, gin.H{
+		"runId": run.RunID, "status": workflows.StatusRunning, "version": run.Version, "statusUrl": s.statusURL(p.ID, run.RunID),
+	})
+}
+
+func (s *Server) statusURL(pipelineID, runID string) string {
+	return s.url("/api/pipelines/" + url.PathEscape(pipelineID) + "/invoke?runId=" + url.QueryEscape(runID))
+}
+
+// pollRun: GET /api/pipelines/{id}/invoke?runId=… (spec §4.2), answered
+// from the run history projection.
+func (s *Server) pollRun(c *gin.Context) {
+	p := currentPipeline(c)
+	runID := c.Query("runId")
+	if runID == "" {
+		fail(c, errorf(http.StatusBadRequest, "query parameter runId is required (URL-encode its # as %%23)"))
+		return
+	}
+	r, err := s.deps.Store.Run(c.Request.Context(), runID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && r.PipelineID != p.ID) {
+		fail(c, errorf(http.StatusNotFound, "run %q not found for pipeline %q", runID, p.ID))
+		return
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.runJSON(r))
+}
+
+// runJSON is the run record of spec §2.2: running runs carry runId, status,
+// version and startedAt; finished ones add finishedAt, durationMs, usage
+// and outputs (long texts truncated, listed in truncatedOutputs).
+func (s *Server) runJSON(r store.Run) gin.H {
+	out := gin.H{"runId": r.RunID, "status": r.Status, "version": r.Version, "startedAt": r.StartedAt.UTC().Format(time.RFC3339Nano)}
+	if r.Status == workflows.StatusRunning {
+		return out
+	}
+	if r.FinishedAt != nil {
+		out["finishedAt"] = r.FinishedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if r.DurationMs != nil {
+		out["durationMs"] = *r.DurationMs
+	}
+	out["usage"] = gin.H{
+		"prompt": r.PromptTokens, "completion": r.CompletionTokens, "total": r.PromptTokens + r.CompletionTokens,
+		"costUsd": r.Cost,
+	}
+	outputs := map[string]string{}
+	var truncated []string
+	for k, v := range r.Outputs {
+		if t, cut := truncateText(v, s.deps.Config.Runs.TruncateOutputChars); cut {
+			outputs[k] = t
+			truncated = append(truncated, k)
+		} else {
+			outputs[k] = v
+		}
+	}
+	out["outputs"] = outputs
+	if len(truncated) > 0 {
+		slices.Sort(truncated)
+		out["truncatedOutputs"] = truncated
+	}
+	if r.Error != "" {
+		out["error"] = r.Error
+	}
+	return out
+}
+
+// truncateText cuts long text at limit characters; media URLs are returned
+// verbatim whatever their length.
+func truncateText(v string, limit int) (string, bool) {
+	if isURL(v) || utf8.RuneCountInString(v) <= limit {
+		return v, false
+	}
+	return string([]rune(v)[:limit]), true
+}
+
+func isURL(v string) bool {
+	if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+		return false
+	}
+	return !strings.ContainsAny(v, " \n\t")
+}
+
+// listRuns: GET /api/pipelines/{id}/runs?status=&limit=&after= — run
+// history, newest first.
+func (s *Server) listRuns(c *gin.Context) {
+	p := currentPipeline(c)
+	status := c.Query("status")
+	switch status {
+	case "", workflows.StatusRunning, workflows.StatusSuccess, workflows.StatusError, workflows.StatusPartial:
+	default:
+		fail(c, errorf(http.StatusBadRequest, "status must be one of running, success, error, partial"))
+		return
+	}
+	limit := 20
+	if l := c.Query("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 100 {
+			fail(c, errorf(http.StatusBadRequest, "limit must be 1 to 100"))
+			return
+		}
+		limit = n
+	}
+	runs, err := s.deps.Store.RunPage(c.Request.Context(), p.ID, status, c.Query("after"), limit+1)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	out := gin.H{}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		out["nextUrl"] = s.url("/api/pipelines/" + url.PathEscape(p.ID) + "/runs?" + url.Values{"status": {status}, "limit": {strconv.Itoa(limit)}, "after": {runs[limit-1].RunID}}.Encode())
+	}
+	list := make([]gin.H, len(runs))
+	for i, r := range runs {
+		list[i] = s.runJSON(r)
+		list[i]["kind"] = r.Kind
+	}
+	out["runs"] = list
+	c.JSON(http.StatusOK, out)
+}

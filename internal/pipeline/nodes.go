@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Transforms a prompt node may apply to its source instead of a template.
+var transforms = map[string]bool{"json": true, "upper": true, "lower": true, "trim": true}
+
+// TransformValue computes a prompt node's value: its template rendered, or its
+// transform applied to the source node's value.
+func (n *Node) TransformValue(values map[string]string) (string, error) {
+	if n.Transform == "" {
+		return RenderTemplate(n.Template, values)
+	}
+	v, ok := values[n.Source]
+	if !ok {
+		return "", fmt.Errorf("no value for source %q", n.Source)
+	}
+	switch n.Transform {
+	case "upper":
+		return strings.ToUpper(v), nil
+	case "lower":
+		return strings.ToLower(v), nil
+	case "trim":
+		return strings.TrimSpace(v), nil
+	case "json":
+		path, err := parsePath(normalisePath(n.Path))
+		if err != nil {
+			return "", err
+		}
+		return extract(v, path)
+	}
+	return "", fmt.Errorf("unknown transform %q", n.Transform)
+}
+
+// normalisePath lets "a.b[0]" be written without the leading dot.
+func normalisePath(p string) string {
+	if p == "" || p[0] == '.' || p[0] == '[' {
+		return p
+	}
+	return "." + p
+}
+
+// ModelRequest is what a model node asks of its model.
+type ModelRequest struct {
+	Model       string
+	System      string
+	Prompt      string
+	MaxTokens   int
+	Temperature float64
+}
+
+// ModelRequest renders a model node's prompt and system text.
+func (n *Node) ModelRequest(values map[string]string) (ModelRequest, error) {
+	prompt, err := RenderTemplate(n.Prompt, values)
+	if err != nil {
+		return ModelRequest{}, err
+	}
+	system, err := RenderTemplate(n.System, values)
+	if err != nil {
+		return ModelRequest{}, err
+	}
+	return ModelRequest{Model: n.Model, System: system, Prompt: prompt, MaxTokens: n.MaxTokens, Temperature: n.Temperature}, nil
+}
+
+// OutputValue is an output node's value: its source node's value.
+func (n *Node) OutputValue(values map[string]string) string { return values[n.From] }

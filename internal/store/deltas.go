@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DeltaChannel is the NOTIFY channel that announces new run deltas; the
+// payload is the run id.
+const DeltaChannel = "run_deltas"
+
+// Delta is one streamed piece of a run's text. Seq orders deltas: attempt
+// number × 1,000,000 + position, so a retried model call's tokens sort
+// after the failed attempt's.
+type Delta struct {
+	Seq  int64
+	Text string
+}
+
+// PublishDelta stores a delta and wakes the readers, in one statement's
+// transaction (NOTIFY is delivered on commit).
+func (s *Store) PublishDelta(ctx context.Context, runID string, seq int, text string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO run_deltas (run_id, seq, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, runID, seq, text); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, DeltaChannel, runID)
+		return err
+	})
+}
+
+// DeltasAfter reads a run's deltas with seq > after, in order.
+func (s *Store) DeltasAfter(ctx context.Context, runID string, after int64) ([]Delta, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, text FROM run_deltas WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Delta
+	for rows.Next() {
+		var d Delta
+		if err := rows.Scan(&d.Seq, &d.Text); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// DeleteDeltas drops a finished stream's rows.
+func (s *Store) DeleteDeltas(ctx context.Context, runID string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM run_deltas WHERE run_id = $1`, runID)
+	return err
+}
+
+// DeltaHub holds one LISTEN connection for the whole process and wakes the
+// streams waiting on a run. Subscribers re-read the table when woken, so a
+// lost notification only delays them until their next poll.
+type DeltaHub struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+// NewDeltaHub starts listening; it stops when ctx ends.
+func (s *Store) NewDeltaHub(ctx context.Context, log *slog.Logger) *DeltaHub {
+	h := &DeltaHub{pool: s.pool, log: log, subs: map[string]map[chan struct{}]struct{}{}}
+	go h.listen(ctx)
+	return h
+}
+
+// Subscribe returns a channel that receives a value when the run has new
+// deltas, and a function to unsubscribe.
+func (h *DeltaHub) Subscribe(runID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.subs[runID] == nil {
+		h.subs[runID] = map[chan struct{}]struct{}{}
+	}
+	h.subs[runID][ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs[runID], ch)
+		if len(h.subs[runID]) == 0 {
+			delete(h.subs, runID)
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *DeltaHub) wake(runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs[runID] {
+		select {
+		case ch <- struct{}{}:
+		default: // already pending
+		}
+	}
+}
+
+func (h *DeltaHub) wakeAll() {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.subs))
+	for id := range h.subs {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		h.wake(id)
+	}
+}
+
+func (h *DeltaHub) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := h.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("delta listener lost its connection; reconnecting", "err", err)
+		h.wakeAll() // readers re-check the table meanwhile
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (h *DeltaHub) listenOnce(ctx context.Context) error {
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+DeltaChannel); err != nil {
+		return err
+	}
+	defer func() {
+		// Leave the pooled connection clean.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *")
+	}()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+		h.wake(n.Payload)
+	}
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"conduit/internal/money"
+)
+
+// Run is a row of the run history.
+type Run struct {
+	RunID            string
+	PipelineID       string
+	Version          int
+	AccountID        string
+	Kind             string
+	Status           string
+	IdempotencyKey   *string
+	HoldID           string
+	Inputs           map[string]string
+	Outputs          map[string]string
+	Nodes            json.RawMessage
+	PromptTokens     int
+	CompletionTokens int
+	Cost             money.Micros
+	Error            string
+	StartedAt        time.Time
+	FinishedAt       *time.Time
+	DurationMs       *int64
+}
+
+// NewRun is what StartRun records.
+type NewRun struct {
+	RunID          string
+	PipelineID     string
+	Version        int
+	AccountID      string
+	Kind           string
+	IdempotencyKey string // empty: none
+	Inputs         map[string]string
+	StartedAt      time.Time
+	// Hold is reserved from the account's credit with the run.
+	Hold money.Micros
+}
+
+const runCols = `run_id, pipeline_id, version, account_id, kind, status, idempotency_key, hold_id, inputs, outputs, nodes,
+	prompt_tokens, completion_tokens, cost_micros, error, started_at, finished_at, duration_ms`
+
+func scanRun(row pgx.Row) (Run, error) {
+	var r Run
+	err := row.Scan(&r.RunID, &r.PipelineID, &r.Version, &r.AccountID, &r.Kind, &r.Status, &r.IdempotencyKey, &r.HoldID,
+		&r.Inputs, &r.Outputs, &r.Nodes, &r.PromptTokens, &r.CompletionTokens, &r.Cost, &r.Error, &r.StartedAt, &r.FinishedAt, &r.DurationMs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	return r, err
+}
+
+// StartRun records an accepted run and holds its credit in one transaction.
+// With an idempotency key the account has used before, it returns that run
+// instead (existing = true) and holds nothing. ErrInsufficientCredit means
+// nothing was written.
+func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool, err error) {
+	var key *string
+	if n.IdempotencyKey != "" {
+		key = &n.IdempotencyKey
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if key != nil {
+			// Serialise starts that share a key, so exactly one wins.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))`, n.AccountID, *key); err != nil {
+				return err
+			}
+			r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE account_id = $1 AND idempotency_key = $2`, n.AccountID, *key))
+			if err == nil {
+				run, existing = r, true
+				return nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		holdID := ""
+		if n.Hold > 0 { // a run without model nodes costs nothing and holds nothing
+			var err error
+			if holdID, err = holdTx(ctx, tx, n.AccountID, n.Hold, "run/"+n.RunID); err != nil {
+				return err
+			}
+		}
+		run, err = scanRun(tx.QueryRow(ctx, `
+			INSERT INTO runs (run_id, pipeline_id, version, account_id, kind, status, idempotency_key, hold_id, inputs, started_at)
+			VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9)
+			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, holdID, n.Inputs, n.StartedAt))
+		return err
+	})
+	return run, existing, err
+}
+
+// AbandonRun undoes StartRun when the run's workflow could not be started:
+// the hold is released and the row removed, so a refused start leaves no
+// half-written run behind.
+func (s *Store) AbandonRun(ctx context.Context, runID string) error {
+	r, err := s.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	del := func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `DELETE FROM runs WHERE run_id = $1 AND status = 'running'`, runID)
+		return err
+	}
+	if r.HoldID == "" {
+		return pgx.BeginFunc(ctx, s.pool, del)
+	}
+	return s.Release(ctx, r.HoldID, del)
+}
+
+// Run reads one run.
+func (s *Store) Run(ctx context.Context, runID string) (Run, error) {
+	return scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE run_id = $1`, runID))
+}
+
+// RunPage lists a pipeline's runs newest first; status filters when not
+// empty; after continues from a previous page's last run id.
+func (s *Store) RunPage(ctx context.Context, pipelineID, status, after string, limit int) ([]Run, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+runCols+` FROM runs
+		WHERE pipeline_id = $1 AND ($2 = '' OR status = $2)
+		  AND ($3 = '' OR (started_at, run_id) < (SELECT started_at, run_id FROM runs WHERE run_id = $3))
+		ORDER BY started_at DESC, run_id DESC
+		LIMIT $4`, pipelineID, status, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// RunResult is a finished run's record.
+type RunResult struct {
+	RunID            string
+	Status           string
+	Outputs          map[string]string
+	Nodes            json.RawMessage
+	PromptTokens     int
+	CompletionTokens int
+	Cost             money.Micros
+	Error            string
+	FinishedAt       time.Time
+}
+
+// FinishRun writes the result and settles the run's hold in one
+// transaction: a successful run is charged its cost (at most what was
+// held), any other outcome releases the hold and charges nothing. Calling
+// it again (an activity retry) changes nothing.
+func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
+	r, err := s.Run(ctx, res.RunID)
+	if err != nil {
+		return err
+	}
+	if r.Status != "running" {
+		return nil // already finished: a retried activity
+	}
+	write := func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			UPDATE runs SET status = $2, outputs = $3, nodes = $4, prompt_tokens = $5, completion_tokens = $6,
+				cost_micros = $7, error = $8, finished_at = $9,
+				duration_ms = (extract(epoch FROM ($9::timestamptz - started_at)) * 1000)::bigint
+			WHERE run_id = $1 AND status = 'running'`,
+			res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens, res.Cost, res.Error, res.FinishedAt)
+		return err
+	}
+	switch {
+	case r.HoldID == "":
+		return pgx.BeginFunc(ctx, s.pool, write)
+	case res.Status == "success":
+		return s.Capture(ctx, r.HoldID, res.Cost, write)
+	}
+	return s.Release(ctx, r.HoldID, write)
+}
+
+// ChargesForHold counts charge entries of a hold (tests: charged once).
+func (s *Store) ChargesForHold(ctx context.Context, holdID string) (int, money.Micros, error) {
+	var n int
+	var sum money.Micros
+	err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(-sum(amount_micros), 0)::bigint FROM ledger_entries WHERE hold_id = $1 AND kind = 'charge'`, holdID).Scan(&n, &sum)
+	return n, sum, err
+}

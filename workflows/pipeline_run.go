@@ -1,0 +1,319 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"conduit/activities"
+	"conduit/internal/money"
+	"conduit/internal/pipeline"
+)
+
+// PipelineQueue carries pipeline runs.
+const PipelineQueue = "pipelines"
+
+// PipelineRunWorkflowID is the workflow id of a run: derived from the run
+// id, so a duplicate start is refused by Temporal, not by luck.
+func PipelineRunWorkflowID(runID string) string { return "pipeline-run/" + runID }
+
+// StatusQuery answers a run's live state (RunState).
+const StatusQuery = "status"
+
+// Search attributes that make runs findable in the Temporal UI.
+var (
+	AttrPipelineID      = temporal.NewSearchAttributeKeyKeyword("PipelineId")
+	AttrPipelineVersion = temporal.NewSearchAttributeKeyInt64("PipelineVersion")
+	AttrAccountID       = temporal.NewSearchAttributeKeyKeyword("AccountId")
+	AttrRunStatus       = temporal.NewSearchAttributeKeyKeyword("RunStatus")
+)
+
+// SearchAttributes lists them with their types, for registration.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		AttrPipelineID.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrPipelineVersion.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
+		AttrAccountID.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrRunStatus.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
+}
+
+// Run statuses.
+const (
+	StatusRunning = "running"
+	StatusSuccess = "success"
+	StatusError   = "error"
+	StatusPartial = "partial"
+)
+
+// Node statuses.
+const (
+	NodePending = "pending"
+	NodeRunning = "running"
+	NodeSuccess = "success"
+	NodeError   = "error"
+	NodeSkipped = "skipped"
+)
+
+// RunInput is everything a run needs; the graph is the published snapshot,
+// carried in the input so the run never sees a later edit.
+type RunInput struct {
+	RunID      string
+	PipelineID string
+	Version    int
+	AccountID  string
+	Graph      json.RawMessage
+	Inputs     map[string]string
+	// Held is the credit reserved for the run: the most it can be charged.
+	Held money.Micros
+	// ModelTimeout and ModelAttempts bound each model call.
+	ModelTimeout  time.Duration
+	ModelAttempts int32
+	// StreamNode, when set, names the model node whose tokens are
+	// published as they arrive (chat completions).
+	StreamNode string
+}
+
+// NodeState is one node's progress.
+type NodeState struct {
+	ID               string     `json:"id"`
+	Type             string     `json:"type"`
+	Status           string     `json:"status"`
+	Error            string     `json:"error,omitempty"`
+	StartedAt        *time.Time `json:"startedAt,omitempty"`
+	FinishedAt       *time.Time `json:"finishedAt,omitempty"`
+	PromptTokens     int        `json:"promptTokens,omitempty"`
+	CompletionTokens int        `json:"completionTokens,omitempty"`
+	CostMicros       int64      `json:"costMicros,omitempty"`
+}
+
+// RunState is the run's live state, answered by StatusQuery and returned
+// when the run ends.
+type RunState struct {
+	RunID            string            `json:"runId"`
+	Status           string            `json:"status"`
+	Nodes            []NodeState       `json:"nodes"`
+	Outputs          map[string]string `json:"outputs"`
+	PromptTokens     int               `json:"promptTokens"`
+	CompletionTokens int               `json:"completionTokens"`
+	Cost             money.Micros      `json:"cost"`
+	Error            string            `json:"error,omitempty"`
+}
+
+var (
+	models *activities.Models
+	runs   *activities.Runs
+)
+
+// PipelineRun executes a published snapshot: nodes in dependency order,
+// every node of a layer in parallel, each model call an activity with its
+// own retry policy. Whatever happens, the run ends by recording its result
+// and settling its credit hold in one transaction: charged on success,
+// released otherwise.
+func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
+	r := &runner{in: in, state: RunState{RunID: in.RunID, Status: StatusRunning, Outputs: map[string]string{}}, values: map[string]string{}}
+	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (RunState, error) { return r.state, nil }); err != nil {
+		return RunState{}, err
+	}
+	r.execute(ctx)
+	return r.finish(ctx)
+}
+
+type runner struct {
+	in     RunInput
+	graph  *pipeline.Graph
+	state  RunState
+	values map[string]string
+	index  map[string]int // node id → position in state.Nodes
+}
+
+func (r *runner) execute(ctx workflow.Context) {
+	g, err := pipeline.Parse(r.in.Graph)
+	if err == nil {
+		err = g.Servable()
+	}
+	var levels [][]string
+	if err == nil {
+		levels, err = g.Levels()
+	}
+	if err != nil {
+		r.state.Error = "the published pipeline cannot run: " + err.Error()
+		return
+	}
+	r.graph = g
+	r.index = map[string]int{}
+	for i, n := range g.Nodes {
+		r.index[n.ID] = i
+		r.state.Nodes = append(r.state.Nodes, NodeState{ID: n.ID, Type: n.Type, Status: NodePending})
+	}
+	for _, level := range levels {
+		var pending []modelCall
+		for _, id := range level {
+			if call, ok := r.startNode(ctx, id); ok {
+				pending = append(pending, call)
+			}
+		}
+		for _, call := range pending {
+			r.collect(ctx, call)
+		}
+	}
+}
+
+type modelCall struct {
+	id     string
+	future workflow.Future
+}
+
+// startNode computes a pure node at once or starts a model call; it
+// returns the call to wait for.
+func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
+	n, _ := r.graph.Node(id)
+	for _, dep := range r.graph.Deps(id) {
+		if st := r.node(dep).Status; st != NodeSuccess {
+			r.node(id).Status = NodeSkipped
+			r.node(id).Error = fmt.Sprintf("skipped: upstream node %q did not succeed", dep)
+			return modelCall{}, false
+		}
+	}
+	now := workflow.Now(ctx)
+	ns := r.node(id)
+	ns.Status, ns.StartedAt = NodeRunning, &now
+
+	var value string
+	var err error
+	switch n.Type {
+	case "input":
+		value = r.in.Inputs[n.Key]
+	case "prompt":
+		value, err = n.TransformValue(r.values)
+	case "guardrail":
+		var res pipeline.GuardrailResult
+		res, err = n.CheckGuardrail(r.values[n.Input])
+		if err == nil && res.Blocked {
+			err = fmt.Errorf("guardrail %q blocked the run: %s", id, joinViolations(res.Violations))
+		}
+		value = res.Value
+	case "output":
+		value = n.OutputValue(r.values)
+		r.state.Outputs[n.Key] = value
+	case "model":
+		req, rerr := n.ModelRequest(r.values)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: r.in.ModelTimeout,
+			HeartbeatTimeout:    10 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval:        time.Second,
+				BackoffCoefficient:     2,
+				MaximumInterval:        30 * time.Second,
+				MaximumAttempts:        r.in.ModelAttempts,
+				NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
+			},
+		})
+		f := workflow.ExecuteActivity(actx, models.Generate, activities.GenerateInput{
+			RunID: r.in.RunID, NodeID: id, Request: req, Stream: id == r.in.StreamNode,
+		})
+		return modelCall{id: id, future: f}, true
+	default:
+		err = fmt.Errorf("unknown node type %q", n.Type)
+	}
+	r.done(ctx, id, value, err)
+	return modelCall{}, false
+}
+
+func (r *runner) collect(ctx workflow.Context, call modelCall) {
+	var out activities.GenerateOutput
+	err := call.future.Get(ctx, &out)
+	ns := r.node(call.id)
+	if err == nil {
+		ns.PromptTokens, ns.CompletionTokens, ns.CostMicros = out.PromptTokens, out.CompletionTokens, int64(out.Cost)
+		r.state.PromptTokens += out.PromptTokens
+		r.state.CompletionTokens += out.CompletionTokens
+		r.state.Cost += out.Cost
+	}
+	r.done(ctx, call.id, out.Text, err)
+}
+
+func (r *runner) done(ctx workflow.Context, id, value string, err error) {
+	now := workflow.Now(ctx)
+	ns := r.node(id)
+	ns.FinishedAt = &now
+	if err != nil {
+		ns.Status, ns.Error = NodeError, nodeError(err)
+		if r.state.Error == "" {
+			r.state.Error = fmt.Sprintf("node %q failed: %s", id, ns.Error)
+		}
+		return
+	}
+	ns.Status = NodeSuccess
+	r.values[id] = value
+}
+
+// finish decides the status and records it with the credit settlement.
+func (r *runner) finish(ctx workflow.Context) (RunState, error) {
+	failed := r.state.Error != ""
+	switch {
+	case !failed:
+		r.state.Status = StatusSuccess
+	case len(r.state.Outputs) > 0:
+		r.state.Status = StatusPartial
+	default:
+		r.state.Status = StatusError
+	}
+	charge := money.Micros(0)
+	if r.state.Status == StatusSuccess {
+		// The hold is the run's upper bound; a run never costs more.
+		charge = min(r.state.Cost, r.in.Held)
+	}
+	nodes, _ := json.Marshal(r.state.Nodes)
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+	})
+	err := workflow.ExecuteActivity(actx, runs.Finish, activities.FinishInput{
+		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
+		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
+		Charge: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
+	}).Get(ctx, nil)
+	if err != nil {
+		return r.state, err
+	}
+	r.state.Cost = charge
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(r.state.Status))
+	return r.state, nil
+}
+
+func (r *runner) node(id string) *NodeState { return &r.state.Nodes[r.index[id]] }
+
+// nodeError is the failure in the provider's or rule's own words, without
+// Temporal's wrapping.
+func nodeError(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "the model did not answer in time"
+	}
+	return err.Error()
+}
+
+func joinViolations(v []string) string {
+	out := ""
+	for i, s := range v {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}
