@@ -34,6 +34,7 @@ func New(c client.Client, d Deps) *Worker {
 
 	sys := sdkworker.New(c, workflows.SystemQueue, sdkworker.Options{})
 	sys.RegisterWorkflow(workflows.Ping)
+	sys.RegisterWorkflow(workflows.Nop)
 	sys.RegisterActivity(system)
 
 	pipes := sdkworker.New(c, workflows.PipelineQueue, sdkworker.Options{})

@@ -34,3 +34,7 @@ func Ping(ctx workflow.Context, message string) (PingResult, error) {
 	}
 	return PingResult{Message: message, RecordedAt: at}, nil
 }
+
+// Nop returns at once: the bare Temporal round trip (start, one workflow
+// task, result) that benchmarks compare runs against.
+func Nop(ctx workflow.Context) error { return nil }

@@ -1,0 +1,147 @@
+// Package bench measures the platform on the real stack (PostgreSQL,
+// in-process Temporal, real worker and API): `go tool task bench`.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"conduit/app/apptest"
+	"conduit/workflows"
+)
+
+var env *apptest.Env
+
+// TestMain starts the platform only when benchmarks are asked for, so the
+// plain test run does not pay for a stack it will not use.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() == "" {
+		os.Exit(m.Run())
+	}
+	apptest.Main(m, &env)
+}
+
+// latencies collects durations and reports p50/p99 in ms and throughput.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
+
+func (l *latencies) report(b *testing.B, elapsed time.Duration) {
+	sort.Slice(l.d, func(i, j int) bool { return l.d[i] < l.d[j] })
+	pct := func(p float64) float64 {
+		return float64(l.d[int(p*float64(len(l.d)-1))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(len(l.d))/elapsed.Seconds(), "runs/s")
+}
+
+// BenchmarkTemporalRoundTrip: start a workflow that returns at once and
+// wait for its result — the floor every run stands on.
+func BenchmarkTemporalRoundTrip(b *testing.B) {
+	c := env.Platform.Temporal
+	var lat latencies
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		t0 := time.Now()
+		run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: fmt.Sprintf("bench-nop-%d-%d", time.Now().UnixNano(), i), TaskQueue: workflows.SystemQueue}, workflows.Nop)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := run.Get(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		lat.add(time.Since(t0))
+	}
+	lat.report(b, time.Since(start))
+}
+
+// BenchmarkInvoke3Node: POST invoke on a 3-node local pipeline (input →
+// local-echo → output) and poll the statusUrl until success, sequentially.
+func BenchmarkInvoke3Node(b *testing.B) {
+	key, id := threeNodePipeline(b)
+	var lat latencies
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		lat.add(invokeAndWait(b, key, id))
+	}
+	lat.report(b, time.Since(start))
+}
+
+// BenchmarkInvoke3NodeParallel: the same with 8 callers at once.
+func BenchmarkInvoke3NodeParallel(b *testing.B) {
+	key, id := threeNodePipeline(b)
+	var lat latencies
+	b.SetParallelism(4) // × GOMAXPROCS (2) = 8 callers
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			lat.add(invokeAndWait(b, key, id))
+		}
+	})
+	lat.report(b, time.Since(start))
+}
+
+func threeNodePipeline(b *testing.B) (key, id string) {
+	acct, key := env.NewAccount(b)
+	_ = acct
+	graph := map[string]any{
+		"nodes": []map[string]any{
+			{"id": "q", "type": "input", "key": "q"},
+			{"id": "llm", "type": "model", "model": "local-echo", "prompt": "{{q}}", "maxTokens": 64},
+			{"id": "a", "type": "output", "key": "a", "from": "llm"},
+		},
+		"edges": []map[string]any{{"from": "q", "to": "llm"}, {"from": "llm", "to": "a"}},
+	}
+	r := env.Do(b, "POST", "/api/pipelines", map[string]any{"name": "bench", "draft": graph}, apptest.Bearer(key)...)
+	if r.Status != http.StatusCreated {
+		b.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	id = r.JSON(b)["id"].(string)
+	if r := env.Do(b, "POST", "/api/pipelines/"+id+"/publish", nil, apptest.Bearer(key)...); r.Status != http.StatusOK {
+		b.Fatalf("publish: %d %s", r.Status, r.Body)
+	}
+	return key, id
+}
+
+func invokeAndWait(b *testing.B, key, id string) time.Duration {
+	t0 := time.Now()
+	r := env.Do(b, "POST", "/api/pipelines/"+id+"/invoke", map[string]any{"inputs": map[string]any{"q": "How fast is a durable run?"}}, apptest.Bearer(key)...)
+	if r.Status != http.StatusAccepted {
+		b.Fatalf("invoke: %d %s", r.Status, r.Body)
+	}
+	var acc struct{ StatusURL string }
+	_ = json.Unmarshal(r.Body, &acc)
+	path := strings.TrimPrefix(acc.StatusURL, env.URL)
+	for {
+		p := env.Do(b, "GET", path, nil, apptest.Bearer(key)...)
+		var run struct{ Status string }
+		_ = json.Unmarshal(p.Body, &run)
+		switch run.Status {
+		case "success":
+			return time.Since(t0)
+		case "running":
+			time.Sleep(2 * time.Millisecond)
+		default:
+			b.Fatalf("run ended %s: %s", run.Status, p.Body)
+		}
+	}
+}
