@@ -20,7 +20,7 @@ const ErrTypeModelRequest = "ModelRequestError"
 // DeltaSink receives a streamed node's tokens as they are produced, for
 // readers in other processes (chat completions).
 type DeltaSink interface {
-	Publish(ctx context.Context, runID string, seq int, text string) error
+	PublishDelta(ctx context.Context, runID string, seq int, text string) error
 }
 
 // Models runs text generation.
@@ -64,7 +64,7 @@ func (m *Models) Generate(ctx context.Context, in GenerateInput) (GenerateOutput
 			return nil
 		}
 		seq++
-		return m.Deltas.Publish(ctx, in.RunID, int(attempt)*1_000_000+seq, text)
+		return m.Deltas.PublishDelta(ctx, in.RunID, int(attempt)*1_000_000+seq, text)
 	}
 	resp, err := m.Catalog.Generate(ctx, models.Request{
 		Model: in.Request.Model, System: in.Request.System, Prompt: in.Request.Prompt,

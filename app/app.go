@@ -89,8 +89,9 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 		<-ctx.Done()
 		return nil
 	}
-	srv := frontend.New(p.FrontendDeps())
-	return srv.Serve(ctx, ln)
+	deps := p.FrontendDeps()
+	deps.Deltas = p.Store.NewDeltaHub(ctx, p.Log)
+	return frontend.New(deps).Serve(ctx, ln)
 }
 
 // StartWorker registers the search attributes runs carry, then starts the
@@ -99,7 +100,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	if err := temporalx.EnsureSearchAttributes(ctx, p.Temporal, p.Config.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
 		return nil, err
 	}
-	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Log: p.Log})
+	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Log: p.Log})
 	return w, w.Start()
 }
 

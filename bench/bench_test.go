@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -144,4 +145,45 @@ func invokeAndWait(b *testing.B, key, id string) time.Duration {
 			b.Fatalf("run ended %s: %s", run.Status, p.Body)
 		}
 	}
+}
+
+// BenchmarkChatStream: a streamed chat completion on the 3-node local
+// pipeline: time to the first content token and to [DONE].
+func BenchmarkChatStream(b *testing.B) {
+	key, id := threeNodePipeline(b)
+	var ttft, total latencies
+	body := `{"stream":true,"messages":[{"role":"user","content":"How fast does the first token arrive through a durable run?"}]}`
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		t0 := time.Now()
+		req, _ := http.NewRequest("POST", env.URL+"/api/pipelines/"+id+"/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := env.HTTP.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		first := time.Duration(0)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "data: [DONE]" {
+				break
+			}
+			if first == 0 && strings.Contains(line, `"content":"`) && !strings.Contains(line, `"content":""`) {
+				first = time.Since(t0)
+			}
+		}
+		resp.Body.Close()
+		if first == 0 {
+			b.Fatal("no content token arrived")
+		}
+		ttft.add(first)
+		total.add(time.Since(t0))
+	}
+	elapsed := time.Since(start)
+	sort.Slice(ttft.d, func(i, j int) bool { return ttft.d[i] < ttft.d[j] })
+	b.ReportMetric(float64(ttft.d[len(ttft.d)/2].Microseconds())/1000, "ttft-p50-ms")
+	b.ReportMetric(float64(ttft.d[len(ttft.d)*99/100].Microseconds())/1000, "ttft-p99-ms")
+	total.report(b, elapsed)
 }

@@ -28,6 +28,7 @@ type Deps struct {
 	Temporal client.Client
 	Accounts *accounts.Service
 	Catalog  *models.Catalog
+	Deltas   *store.DeltaHub
 	// TopUp is nil until agent top-up is configured.
 	TopUp TopUp
 	Log   *slog.Logger
@@ -82,6 +83,10 @@ func New(d Deps) *Server {
 	one.GET("/runs", requireScope(apikey.PipelinesRead), s.listRuns)
 	one.POST("/invoke", requireScope(apikey.PipelinesRun), s.invoke)
 	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
+
+	// Chat completions speak OpenAI's error shape from the first check on.
+	r.POST("/api/pipelines/:id/chat/completions", useShape(shapeOpenAI), s.authenticate,
+		requireScope(apikey.PipelinesRun), s.loadPipeline, s.chatCompletions)
 
 	s.router = r
 	return s

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,20 +23,31 @@ import (
 	"conduit/workflows"
 )
 
+// bin is the real entry point (`go run . dev` builds the same), built once
+// for the package.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "conduit-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "conduit")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the dev binary failed: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // TestDevCommandEndToEnd builds the real entry point and runs `dev` the way
 // a newcomer does: it must come up, answer /healthz and serve the Temporal
 // UI, stop cleanly on Ctrl-C (SIGINT) and keep its data for the next start.
 func TestDevCommandEndToEnd(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "conduit")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	dataDir := filepath.Join(t.TempDir(), "data")
 	ports := freePorts(t, 4)
 	envVars := append(os.Environ(),
@@ -156,13 +168,6 @@ func runCLI(t *testing.T, bin, dbURL string, args ...string) string {
 
 // TestDevCommandRefusesBusyPort: a taken port fails fast with one sentence.
 func TestDevCommandRefusesBusyPort(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	bin := filepath.Join(t.TempDir(), "conduit")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	ports := freePorts(t, 3)
 	busy, err := pg.FreePort()
 	if err != nil {

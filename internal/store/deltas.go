@@ -120,6 +120,7 @@ func (h *DeltaHub) wakeAll() {
 }
 
 func (h *DeltaHub) listen(ctx context.Context) {
+	go h.sweep(ctx)
 	for ctx.Err() == nil {
 		err := h.listenOnce(ctx)
 		if ctx.Err() != nil {
@@ -157,5 +158,22 @@ func (h *DeltaHub) listenOnce(ctx context.Context) error {
 			return err
 		}
 		h.wake(n.Payload)
+	}
+}
+
+// sweep removes deltas of streams nobody finished reading (a client that
+// hung up) once they are an hour old.
+func (h *DeltaHub) sweep(ctx context.Context) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := h.pool.Exec(ctx, `DELETE FROM run_deltas WHERE created_at < now() - interval '1 hour'`); err != nil && ctx.Err() == nil {
+				h.log.Warn("sweeping old run deltas", "err", err)
+			}
+		}
 	}
 }

@@ -1,0 +1,354 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/logging"
+	"conduit/internal/pipeline"
+	"conduit/internal/store"
+	"conduit/workflows"
+)
+
+// Response headers naming the recorded run and the version that served it.
+const (
+	HeaderRunID           = "x-svc-run-id"
+	HeaderPipelineVersion = "x-svc-pipeline-version"
+)
+
+// keepAliveEvery is how long a stream may stay silent before an SSE comment
+// keeps proxies from closing it.
+const keepAliveEvery = 10 * time.Second
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type chatRequest struct {
+	Messages json.RawMessage `json:"messages"`
+	Stream   bool            `json:"stream"`
+	Model    json.RawMessage `json:"model"`
+}
+
+// chatTarget is how a pipeline maps onto a conversation.
+type chatTarget struct {
+	entry      *pipeline.Node // the first input node: gets the latest user message
+	output     *pipeline.Node // the first output node: its value is the answer
+	streamNode string         // the model node whose tokens are streamed, if any
+}
+
+// chatShape finds the entry and output nodes, or says (422) why the
+// pipeline cannot chat.
+func chatShape(g *pipeline.Graph) (chatTarget, error) {
+	var t chatTarget
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		if n.Type == pipeline.KindInput && t.entry == nil {
+			t.entry = n
+		}
+		if n.Type == pipeline.KindOutput && t.output == nil {
+			t.output = n
+		}
+	}
+	if t.entry == nil || t.output == nil {
+		return t, errorf(http.StatusUnprocessableEntity, "pipeline has no entry (input) node or no output node, so it cannot answer chat completions")
+	}
+	var missing []string
+	for _, in := range g.Contract().Inputs {
+		if in.Required && in.Key != t.entry.Key {
+			missing = append(missing, in.Key)
+		}
+	}
+	if len(missing) > 0 {
+		return t, errorf(http.StatusUnprocessableEntity, "pipeline also requires inputs %s, which chat completions cannot provide; use the invoke API", strings.Join(missing, ", "))
+	}
+	// Tokens are streamed only when the answer is a model's own text: a
+	// guardrail or transform in between could change or withhold it, so
+	// then the answer is sent whole when the run ends.
+	if src, ok := g.Node(t.output.From); ok && src.Type == pipeline.KindModel {
+		t.streamNode = src.ID
+	}
+	return t, nil
+}
+
+// parseChat validates the request body (spec §4.3); unknown fields are
+// ignored as OpenAI-compatible servers do.
+func parseChat(c *gin.Context) (chatRequest, string, error) {
+	var req chatRequest
+	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if err := dec.Decode(&req); err != nil {
+		return req, "", badJSON(err)
+	}
+	if len(req.Model) > 0 && string(req.Model) != "null" {
+		var s string
+		if json.Unmarshal(req.Model, &s) != nil {
+			return req, "", errorf(http.StatusBadRequest, "model must be a string")
+		}
+	}
+	var msgs []chatMessage
+	if len(req.Messages) == 0 || string(req.Messages) == "null" {
+		return req, "", errorf(http.StatusBadRequest, "messages is required: an array of {role, content}")
+	}
+	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
+		return req, "", errorf(http.StatusBadRequest, "messages must be an array of objects with string role and content")
+	}
+	if len(msgs) == 0 {
+		return req, "", errorf(http.StatusBadRequest, "messages must not be empty")
+	}
+	last := ""
+	found := false
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "tool":
+		case "":
+			return req, "", errorf(http.StatusBadRequest, "messages[%d].role is required", i)
+		default:
+			return req, "", errorf(http.StatusBadRequest, "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
+		}
+		var content string
+		if err := json.Unmarshal(m.Content, &content); err != nil {
+			return req, "", errorf(http.StatusBadRequest, "messages[%d].content must be a string", i)
+		}
+		if m.Role == "user" {
+			last, found = content, true
+		}
+	}
+	if !found {
+		return req, "", errorf(http.StatusBadRequest, "messages contain no user message")
+	}
+	return req, last, nil
+}
+
+// chatCompletions: POST /api/pipelines/{id}/chat/completions.
+func (s *Server) chatCompletions(c *gin.Context) {
+	p := currentPipeline(c)
+	req, userText, err := parseChat(c)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	g, v, err := s.servingGraph(c, p)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	target, err := chatShape(g)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	rr := runRequest{Kind: "chat", Inputs: map[string]string{target.entry.Key: userText}}
+	if req.Stream {
+		rr.StreamNode = target.streamNode
+	}
+	run, _, err := s.startRun(c, p, g, v, rr)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Header(HeaderRunID, run.RunID)
+	c.Header(HeaderPipelineVersion, strconv.Itoa(run.Version))
+	model := "pipeline/" + p.ID + "@" + strconv.Itoa(run.Version)
+	if len(req.Model) > 0 {
+		var m string
+		if json.Unmarshal(req.Model, &m) == nil && m != "" {
+			model = m
+		}
+	}
+	cc := completion{id: "chatcmpl-" + strings.NewReplacer("-", "", ":", "", ".", "", "#", "").Replace(run.RunID), created: run.StartedAt.Unix(), model: model}
+	if req.Stream {
+		s.streamChat(c, run, target, cc)
+		return
+	}
+	st, err := s.awaitRun(c.Request.Context(), run.RunID)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	if st.Status != workflows.StatusSuccess {
+		fail(c, errorf(http.StatusBadGateway, "the pipeline ran but a node failed: %s", st.Error))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{
+		"id": cc.id, "object": "chat.completion", "created": cc.created, "model": cc.model,
+		"choices": []gin.H{{"index": 0, "message": gin.H{"role": "assistant", "content": st.Outputs[target.output.Key]}, "finish_reason": "stop"}},
+		"usage":   usageJSON(st),
+	})
+}
+
+type completion struct {
+	id      string
+	created int64
+	model   string
+}
+
+func usageJSON(st workflows.RunState) gin.H {
+	return gin.H{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens, "total_tokens": st.PromptTokens + st.CompletionTokens}
+}
+
+// awaitRun waits for the run's workflow to end and returns its state. If
+// the caller goes away the run goes on regardless.
+func (s *Server) awaitRun(ctx context.Context, runID string) (workflows.RunState, error) {
+	var st workflows.RunState
+	err := s.deps.Temporal.GetWorkflow(ctx, workflows.PipelineRunWorkflowID(runID), "").Get(ctx, &st)
+	return st, err
+}
+
+// streamChat answers with Server-Sent Events: a first chunk with the role,
+// content deltas as the model produces them (read from the run's delta
+// rows, woken by NOTIFY, so the worker may be another process), then a last
+// chunk with finish_reason stop and usage, then [DONE]. A failure after the
+// stream began is sent as an error event before [DONE].
+func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc completion) {
+	ctx := c.Request.Context()
+	log := logging.From(ctx).With("run_id", run.RunID)
+	wake, unsubscribe := s.deps.Deltas.Subscribe(run.RunID)
+	defer unsubscribe()
+	defer func() { _ = s.deps.Store.DeleteDeltas(context.WithoutCancel(ctx), run.RunID) }()
+
+	type outcome struct {
+		st  workflows.RunState
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		st, err := s.awaitRun(ctx, run.RunID)
+		done <- outcome{st, err}
+	}()
+
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+
+	w := &sseWriter{c: c}
+	w.chunk(cc, gin.H{"role": "assistant", "content": ""}, nil, nil)
+
+	tr := &deltaTracker{}
+	pull := func() bool {
+		ds, err := s.deps.Store.DeltasAfter(ctx, run.RunID, tr.lastSeq)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error("reading run deltas", "err", err)
+			}
+			return false
+		}
+		for _, d := range ds {
+			if text := tr.add(d); text != "" {
+				w.chunk(cc, gin.H{"content": text}, nil, nil)
+			}
+		}
+		return true
+	}
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("chat client went away; the run goes on and is recorded")
+			return
+		case <-wake:
+			pull()
+		case <-poll.C:
+			// Covers a notification lost while the listener reconnected.
+			pull()
+			if time.Since(w.last) >= keepAliveEvery {
+				w.comment("keep-alive")
+			}
+		case out := <-done:
+			pull()
+			if out.err != nil {
+				log.Error("waiting for the run failed", "err", out.err)
+				w.errorEvent("internal error", "server_error")
+				w.done()
+				return
+			}
+			if out.st.Status != workflows.StatusSuccess {
+				w.errorEvent("the pipeline ran but a node failed: "+out.st.Error, "upstream_error")
+				w.done()
+				return
+			}
+			// Whatever the stream has not carried yet (all of it when the
+			// answer was not streamable) goes out before the last chunk.
+			answer := out.st.Outputs[target.output.Key]
+			if rest, ok := strings.CutPrefix(answer, tr.sent); ok && rest != "" {
+				w.chunk(cc, gin.H{"content": rest}, nil, nil)
+			} else if !ok {
+				log.Warn("streamed text is not a prefix of the answer; sending the answer's remainder is impossible")
+			}
+			stop := "stop"
+			w.chunk(cc, gin.H{}, &stop, usageJSON(out.st))
+			w.done()
+			return
+		}
+	}
+}
+
+// deltaTracker turns delta rows into text to send. Rows of a retried model
+// call (a higher attempt) replay text already sent; only what goes beyond
+// it is new.
+type deltaTracker struct {
+	lastSeq int64
+	attempt int64
+	current string // text of the current attempt
+	sent    string // text sent to the client
+}
+
+func (t *deltaTracker) add(d store.Delta) string {
+	t.lastSeq = d.Seq
+	if a := d.Seq / 1_000_000; a != t.attempt {
+		t.attempt, t.current = a, ""
+	}
+	t.current += d.Text
+	if len(t.current) <= len(t.sent) || !strings.HasPrefix(t.current, t.sent) {
+		return ""
+	}
+	text := t.current[len(t.sent):]
+	t.sent = t.current
+	return text
+}
+
+// sseWriter writes events and flushes each one at once.
+type sseWriter struct {
+	c    *gin.Context
+	last time.Time
+}
+
+func (w *sseWriter) write(s string) {
+	_, _ = w.c.Writer.WriteString(s)
+	w.c.Writer.Flush()
+	w.last = time.Now()
+}
+
+func (w *sseWriter) data(v any) {
+	b, _ := json.Marshal(v)
+	w.write("data: " + string(b) + "\n\n")
+}
+
+func (w *sseWriter) chunk(cc completion, delta gin.H, finish *string, usage gin.H) {
+	ch := gin.H{
+		"id": cc.id, "object": "chat.completion.chunk", "created": cc.created, "model": cc.model,
+		"choices": []gin.H{{"index": 0, "delta": delta, "finish_reason": finish}},
+	}
+	if usage != nil {
+		ch["usage"] = usage
+	}
+	w.data(ch)
+}
+
+func (w *sseWriter) errorEvent(msg, typ string) {
+	w.data(gin.H{"error": gin.H{"message": msg, "type": typ}})
+}
+
+func (w *sseWriter) comment(s string) { w.write(": " + s + "\n\n") }
+
+func (w *sseWriter) done() { w.write("data: [DONE]\n\n") }
