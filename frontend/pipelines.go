@@ -160,12 +160,15 @@ func (s *Server) respondPipeline(c *gin.Context, status int, p store.Pipeline) {
 	c.JSON(status, out)
 }
 
+// pipelineBody is what create and draft updates send.
+type pipelineBody struct {
+	Name  string          `json:"name"`
+	Draft json.RawMessage `json:"draft"`
+}
+
 // createPipeline: POST /api/pipelines {name, draft?}.
 func (s *Server) createPipeline(c *gin.Context) {
-	var body struct {
-		Name  string          `json:"name"`
-		Draft json.RawMessage `json:"draft"`
-	}
+	var body pipelineBody
 	if err := decodeJSON(c, &body); err != nil {
 		fail(c, err)
 		return
@@ -215,10 +218,7 @@ func (s *Server) getPipeline(c *gin.Context) {
 // parses is saved even when invalid (draftValidation says what to fix);
 // what serves never changes.
 func (s *Server) putDraft(c *gin.Context) {
-	var body struct {
-		Name  string          `json:"name"`
-		Draft json.RawMessage `json:"draft"`
-	}
+	var body pipelineBody
 	if err := decodeJSON(c, &body); err != nil {
 		fail(c, err)
 		return
@@ -262,12 +262,7 @@ func (s *Server) publish(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err = s.deps.Store.Pipeline(c.Request.Context(), p.ID)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	s.respondPipeline(c, http.StatusOK, p)
+	s.respondReloaded(c, p.ID)
 }
 
 // rollback: POST /api/pipelines/{id}/rollback {version}.
@@ -291,7 +286,12 @@ func (s *Server) rollback(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	p, err := s.deps.Store.Pipeline(c.Request.Context(), p.ID)
+	s.respondReloaded(c, p.ID)
+}
+
+// respondReloaded answers with the pipeline as it now is.
+func (s *Server) respondReloaded(c *gin.Context, id string) {
+	p, err := s.deps.Store.Pipeline(c.Request.Context(), id)
 	if err != nil {
 		fail(c, err)
 		return

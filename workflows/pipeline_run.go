@@ -13,6 +13,7 @@ import (
 	"conduit/activities"
 	"conduit/internal/money"
 	"conduit/internal/pipeline"
+	"conduit/internal/store"
 )
 
 // PipelineQueue carries pipeline runs.
@@ -278,10 +279,10 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 	})
-	err := workflow.ExecuteActivity(actx, runs.Finish, activities.FinishInput{
+	err := workflow.ExecuteActivity(actx, runs.Finish, store.RunResult{
 		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
 		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
-		Charge: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
+		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
 	}).Get(ctx, nil)
 	if err != nil {
 		return r.state, err

@@ -13,6 +13,7 @@ import (
 
 	"conduit/activities"
 	"conduit/internal/money"
+	"conduit/internal/store"
 )
 
 const twoBranchGraph = `{
@@ -26,15 +27,15 @@ const twoBranchGraph = `{
   "edges": [{"from": "q", "to": "a"}, {"from": "q", "to": "b"}, {"from": "a", "to": "outA"}, {"from": "b", "to": "outB"}]
 }`
 
-func runWorkflow(t *testing.T, generate func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error)) (RunState, activities.FinishInput) {
+func runWorkflow(t *testing.T, generate func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error)) (RunState, store.RunResult) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Models{})
 	env.RegisterActivity(&activities.Runs{})
 	env.OnActivity(models.Generate, mock.Anything, mock.Anything).Return(generate)
-	var finished activities.FinishInput
-	env.OnActivity(runs.Finish, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.FinishInput) error {
+	var finished store.RunResult
+	env.OnActivity(runs.Finish, mock.Anything, mock.Anything).Return(func(_ context.Context, in store.RunResult) error {
 		finished = in
 		return nil
 	})
@@ -59,7 +60,7 @@ func TestBranchesRunInParallelAndSucceed(t *testing.T) {
 	if st.Status != StatusSuccess || st.Outputs["a"] != "A x" || st.Outputs["b"] != "B x" || st.PromptTokens != 4 || st.CompletionTokens != 6 {
 		t.Fatalf("%+v", st)
 	}
-	if fin.Status != StatusSuccess || fin.Charge != 60 {
+	if fin.Status != StatusSuccess || fin.Cost != 60 {
 		t.Fatalf("finish %+v", fin)
 	}
 }
@@ -68,8 +69,8 @@ func TestChargeNeverExceedsTheHold(t *testing.T) {
 	_, fin := runWorkflow(t, func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error) {
 		return activities.GenerateOutput{Text: "t", Cost: 80}, nil
 	})
-	if fin.Charge != money.Micros(100) {
-		t.Fatalf("charge %s, want the 100 held", fin.Charge)
+	if fin.Cost != money.Micros(100) {
+		t.Fatalf("charge %s, want the 100 held", fin.Cost)
 	}
 }
 
@@ -92,7 +93,7 @@ func TestOneFailedBranchMakesThePartialRunFree(t *testing.T) {
 	if outB.Status != NodeSkipped {
 		t.Fatalf("downstream of a failure must be skipped: %+v", outB)
 	}
-	if fin.Status != StatusPartial || fin.Charge != 0 {
+	if fin.Status != StatusPartial || fin.Cost != 0 {
 		t.Fatalf("finish %+v", fin)
 	}
 }
@@ -101,7 +102,7 @@ func TestAllFailedIsError(t *testing.T) {
 	st, fin := runWorkflow(t, func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error) {
 		return activities.GenerateOutput{}, temporal.NewNonRetryableApplicationError("down", activities.ErrTypeModelRequest, nil)
 	})
-	if st.Status != StatusError || fin.Charge != 0 || len(st.Outputs) != 0 {
+	if st.Status != StatusError || fin.Cost != 0 || len(st.Outputs) != 0 {
 		t.Fatalf("%+v %+v", st, fin)
 	}
 }

@@ -57,20 +57,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey) (APIKey, error) {
 
 // APIKeys lists the account's keys, oldest first.
 func (s *Store) APIKeys(ctx context.Context, account string) ([]APIKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+keyCols+` FROM api_keys WHERE account_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, account)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	keys := []APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+	return queryList(ctx, s, scanKey, `SELECT `+keyCols+` FROM api_keys WHERE account_id = $1 AND deleted_at IS NULL ORDER BY created_at, id`, account)
 }
 
 // APIKey reads one of the account's keys; another account's key is

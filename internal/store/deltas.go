@@ -37,20 +37,11 @@ func (s *Store) PublishDelta(ctx context.Context, runID string, seq int, text st
 
 // DeltasAfter reads a run's deltas with seq > after, in order.
 func (s *Store) DeltasAfter(ctx context.Context, runID string, after int64) ([]Delta, error) {
-	rows, err := s.pool.Query(ctx, `SELECT seq, text FROM run_deltas WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Delta
-	for rows.Next() {
+	return queryList(ctx, s, func(r pgx.Row) (Delta, error) {
 		var d Delta
-		if err := rows.Scan(&d.Seq, &d.Text); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+		err := r.Scan(&d.Seq, &d.Text)
+		return d, err
+	}, `SELECT seq, text FROM run_deltas WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
 }
 
 // DeleteDeltas drops a finished stream's rows.

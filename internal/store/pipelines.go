@@ -53,20 +53,7 @@ func (s *Store) Pipeline(ctx context.Context, id string) (Pipeline, error) {
 
 // Pipelines lists the account's pipelines, oldest first.
 func (s *Store) Pipelines(ctx context.Context, account string) ([]Pipeline, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = $1 ORDER BY created_at, id`, account)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Pipeline{}
-	for rows.Next() {
-		p, err := scanPipeline(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return queryList(ctx, s, scanPipeline, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = $1 ORDER BY created_at, id`, account)
 }
 
 // SaveDraft replaces the draft (and the name, when not empty). What serves
@@ -119,20 +106,11 @@ func (s *Store) Rollback(ctx context.Context, id string, version int) error {
 // Versions lists a pipeline's published versions, newest first, without
 // their graphs.
 func (s *Store) Versions(ctx context.Context, id string) ([]PipelineVersion, error) {
-	rows, err := s.pool.Query(ctx, `SELECT pipeline_id, version, created_at FROM pipeline_versions WHERE pipeline_id = $1 ORDER BY version DESC`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []PipelineVersion{}
-	for rows.Next() {
+	return queryList(ctx, s, func(r pgx.Row) (PipelineVersion, error) {
 		var v PipelineVersion
-		if err := rows.Scan(&v.PipelineID, &v.Version, &v.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+		err := r.Scan(&v.PipelineID, &v.Version, &v.CreatedAt)
+		return v, err
+	}, `SELECT pipeline_id, version, created_at FROM pipeline_versions WHERE pipeline_id = $1 ORDER BY version DESC`, id)
 }
 
 // Version reads one published snapshot.

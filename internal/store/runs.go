@@ -126,25 +126,12 @@ func (s *Store) Run(ctx context.Context, runID string) (Run, error) {
 // RunPage lists a pipeline's runs newest first; status filters when not
 // empty; after continues from a previous page's last run id.
 func (s *Store) RunPage(ctx context.Context, pipelineID, status, after string, limit int) ([]Run, error) {
-	rows, err := s.pool.Query(ctx, `
+	return queryList(ctx, s, scanRun, `
 		SELECT `+runCols+` FROM runs
 		WHERE pipeline_id = $1 AND ($2 = '' OR status = $2)
 		  AND ($3 = '' OR (started_at, run_id) < (SELECT started_at, run_id FROM runs WHERE run_id = $3))
 		ORDER BY started_at DESC, run_id DESC
 		LIMIT $4`, pipelineID, status, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Run{}
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
 }
 
 // RunResult is a finished run's record.
