@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Rebuilds the local EIP-3009 token (internal/x402/evmchain/LocalUSD.{abi,bin})
+# from its Solidity source with solcjs 0.8.26 from the npm registry.
+set -euo pipefail
+cd "$(dirname "$0")/../../internal/x402/evmchain"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd "$work" && npm install --silent --no-audit --no-fund solc@0.8.26 >/dev/null)
+"$work/node_modules/.bin/solcjs" --optimize --bin --abi -o "$work/out" contracts/LocalUSD.sol
+cp "$work/out/contracts_LocalUSD_sol_LocalUSD.abi" LocalUSD.abi
+cp "$work/out/contracts_LocalUSD_sol_LocalUSD.bin" LocalUSD.bin
+echo "rebuilt LocalUSD.abi and LocalUSD.bin"
