@@ -1,0 +1,113 @@
+package x402
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+)
+
+// EVMLedger is the chain the local facilitator settles on.
+type EVMLedger interface {
+	BalanceOf(ctx context.Context, who common.Address) (*big.Int, error)
+	AuthorizationUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error)
+	TransferWithAuthorization(ctx context.Context, from, to common.Address, value, validAfter, validBefore *big.Int, nonce [32]byte, sig []byte) (common.Hash, error)
+}
+
+// LocalFacilitator verifies payments itself and settles them on the
+// embedded networks. It does everything a hosted facilitator does: real
+// signature checks, real chain state, real transactions.
+type LocalFacilitator struct {
+	EVMNetwork string
+	EVM        EVMLedger
+	Now        func() time.Time
+}
+
+func (f *LocalFacilitator) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// Supported lists the networks this facilitator settles.
+func (f *LocalFacilitator) Supported(context.Context) (Supported, error) {
+	s := Supported{Extensions: []string{}, Signers: map[string][]string{}}
+	if f.EVM != nil {
+		s.Kinds = append(s.Kinds, SupportedKind{X402Version: Version, Scheme: SchemeExact, Network: f.EVMNetwork})
+	}
+	return s, nil
+}
+
+// Verify checks the payment completely, chain state included.
+func (f *LocalFacilitator) Verify(ctx context.Context, p PaymentPayload, req PaymentRequirements) (VerifyResponse, error) {
+	_, payer, err := f.verifyEVM(ctx, p, req)
+	return verifyResponse(payer, err)
+}
+
+// Settle verifies, then sends transferWithAuthorization and waits for it.
+func (f *LocalFacilitator) Settle(ctx context.Context, p PaymentPayload, req PaymentRequirements) (SettleResponse, error) {
+	ep, payer, err := f.verifyEVM(ctx, p, req)
+	if err != nil {
+		v, err := verifyResponse(payer, err)
+		return SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage, Payer: v.Payer, Network: req.Network}, err
+	}
+	a := ep.Authorization
+	value, _ := new(big.Int).SetString(a.Value, 10)
+	va, _ := new(big.Int).SetString(a.ValidAfter, 10)
+	vb, _ := new(big.Int).SetString(a.ValidBefore, 10)
+	nonce := [32]byte(hexutil.MustDecode(a.Nonce))
+	sig := hexutil.MustDecode(ep.Signature)
+	tx, err := f.EVM.TransferWithAuthorization(ctx, payer, common.HexToAddress(a.To), value, va, vb, nonce, sig)
+	if err != nil {
+		return SettleResponse{Success: false, ErrorReason: ReasonTransactionFailed, ErrorMessage: "invalid_payload: " + err.Error(), Payer: payer.Hex(), Network: req.Network}, nil
+	}
+	return SettleResponse{Success: true, Transaction: tx.Hex(), Network: req.Network, Payer: payer.Hex(), Amount: a.Value}, nil
+}
+
+// verifyEVM adds the chain checks to VerifyEVM: nonce unused, balance.
+func (f *LocalFacilitator) verifyEVM(ctx context.Context, p PaymentPayload, req PaymentRequirements) (EVMPayload, common.Address, error) {
+	if f.EVM == nil || req.Network != f.EVMNetwork {
+		return EVMPayload{}, common.Address{}, refuse("unsupported_network", "this facilitator does not settle on %s", req.Network)
+	}
+	ep, payer, err := VerifyEVM(p, req, f.now())
+	if err != nil {
+		return ep, payer, err
+	}
+	nonce := [32]byte(hexutil.MustDecode(ep.Authorization.Nonce))
+	used, err := f.EVM.AuthorizationUsed(ctx, payer, nonce)
+	if err != nil {
+		return ep, payer, err
+	}
+	if used {
+		return ep, payer, refuse(ReasonNonceUsed, "authorization nonce already submitted")
+	}
+	bal, err := f.EVM.BalanceOf(ctx, payer)
+	if err != nil {
+		return ep, payer, err
+	}
+	value, _ := new(big.Int).SetString(ep.Authorization.Value, 10)
+	if bal.Cmp(value) < 0 {
+		return ep, payer, refuse(ReasonInsufficientFunds, "execution reverted: transfer amount exceeds balance (balance %s, value %s)", bal, value)
+	}
+	return ep, payer, nil
+}
+
+// verifyResponse turns a refusal into the protocol's answer; other errors
+// stay errors (the chain could not be asked).
+func verifyResponse(payer common.Address, err error) (VerifyResponse, error) {
+	v := VerifyResponse{IsValid: err == nil}
+	if payer != (common.Address{}) {
+		v.Payer = payer.Hex()
+	}
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		v.InvalidReason, v.InvalidMessage = ref.Reason, "invalid_payload: "+strings.TrimPrefix(ref.Msg, "invalid_payload: ")
+		return v, nil
+	}
+	return v, err
+}
