@@ -17,6 +17,7 @@ import (
 	"conduit/internal/accounts"
 	"conduit/internal/config"
 	"conduit/internal/models"
+	"conduit/internal/payments"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/worker"
@@ -36,6 +37,7 @@ type Platform struct {
 	Store    *store.Store
 	Temporal client.Client
 	Catalog  *models.Catalog
+	Payments *payments.Service
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -49,17 +51,27 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 		st.Close()
 		return nil, err
 	}
-	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log)
+	pay, err := payments.New(cfg.X402)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog}, nil
+	if pay.Err != nil && cfg.X402.Enabled {
+		log.Warn("x402 is enabled but not ready; the paid endpoints answer 503", "reason", pay.Err)
+	}
+	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log)
+	if err != nil {
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
+	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay}, nil
 }
 
 // Close releases the connections.
 func (p *Platform) Close() {
 	p.Temporal.Close()
+	p.Payments.Close()
 	p.Store.Close()
 }
 
@@ -100,13 +112,13 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	if err := temporalx.EnsureSearchAttributes(ctx, p.Temporal, p.Config.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
 		return nil, err
 	}
-	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Log: p.Log})
+	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator, Log: p.Log})
 	return w, w.Start()
 }
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
-	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Log: p.Log}
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments, Log: p.Log}
 }
 
 // Accounts is the account and key service on this platform's store.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/money"
 	"conduit/internal/pricing"
 )
 
@@ -22,18 +21,10 @@ func (s *Server) balance(c *gin.Context) {
 		"typicalVideoChargeUsd": pricing.TypicalVideoCharge,
 		"topUpUrl":              s.topUpURL(),
 	}
-	if t := s.deps.TopUp; t != nil && t.Enabled() {
-		body["x402"] = gin.H{"url": s.url(t.Path()), "topUpPerCallUsd": t.PerCall(), "network": t.Network()}
+	if t := s.deps.Payments; t.Enabled() {
+		body["x402"] = gin.H{"url": s.url(t.Path()), "topUpPerCallUsd": t.PerCall(), "network": t.NetworkID()}
 	}
 	c.JSON(http.StatusOK, body)
-}
-
-// TopUp describes agent top-up when the deployment offers it.
-type TopUp interface {
-	Enabled() bool
-	Path() string
-	PerCall() money.Micros
-	Network() string
 }
 
 func (s *Server) topUpURL() string { return s.url("/dashboard/credits") }

@@ -186,7 +186,9 @@ func TestBalanceForANewAccount(t *testing.T) {
 	_, key := env.NewAccount(t)
 	r := do(t, "GET", "/api/account/balance", key, nil)
 	wantStatus(t, r, http.StatusOK)
-	want := `{"balanceUsd":5,"topUpUrl":"` + env.URL + `/dashboard/credits","typicalVideoChargeUsd":0.42}`
+	// The harness runs with agent top-up on (local facilitator).
+	want := `{"balanceUsd":5,"topUpUrl":"` + env.URL + `/dashboard/credits","typicalVideoChargeUsd":0.42,` +
+		`"x402":{"network":"eip155:8453","topUpPerCallUsd":5,"url":"` + env.URL + `/api/billing/credits/x402"}}`
 	if strings.TrimSpace(string(r.Body)) != want {
 		t.Fatalf("balance body %s, want %s", r.Body, want)
 	}

@@ -18,6 +18,7 @@ import (
 	"conduit/internal/apikey"
 	"conduit/internal/config"
 	"conduit/internal/models"
+	"conduit/internal/payments"
 	"conduit/internal/store"
 )
 
@@ -29,9 +30,8 @@ type Deps struct {
 	Accounts *accounts.Service
 	Catalog  *models.Catalog
 	Deltas   *store.DeltaHub
-	// TopUp is nil until agent top-up is configured.
-	TopUp TopUp
-	Log   *slog.Logger
+	Payments *payments.Service
+	Log      *slog.Logger
 }
 
 // Server is the API server.
@@ -57,6 +57,7 @@ func New(d Deps) *Server {
 	})
 
 	r.GET("/healthz", s.health)
+	r.POST(payments.TopUpPath, s.topUp)
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).

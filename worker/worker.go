@@ -12,6 +12,7 @@ import (
 	"conduit/activities"
 	"conduit/internal/models"
 	"conduit/internal/store"
+	"conduit/internal/x402"
 	"conduit/workflows"
 )
 
@@ -20,7 +21,9 @@ type Deps struct {
 	Store   *store.Store
 	Catalog *models.Catalog
 	Deltas  activities.DeltaSink
-	Log     *slog.Logger
+	// Facilitator settles x402 payments (nil when payments are off).
+	Facilitator x402.Facilitator
+	Log         *slog.Logger
 }
 
 // Worker polls every task queue of the platform.
@@ -42,7 +45,11 @@ func New(c client.Client, d Deps) *Worker {
 	pipes.RegisterActivity(&activities.Models{Catalog: d.Catalog, Deltas: d.Deltas})
 	pipes.RegisterActivity(&activities.Runs{Store: d.Store})
 
-	return &Worker{workers: []sdkworker.Worker{sys, pipes}}
+	pay := sdkworker.New(c, workflows.PaymentsQueue, sdkworker.Options{})
+	pay.RegisterWorkflow(workflows.TopUp)
+	pay.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
+
+	return &Worker{workers: []sdkworker.Worker{sys, pipes, pay}}
 }
 
 // Start begins polling on every queue.

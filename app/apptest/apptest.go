@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"conduit/app"
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
@@ -143,6 +146,14 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
+	// Agent payments on the embedded networks, settled by the local
+	// facilitator with a fresh key.
+	key, err := crypto.GenerateKey()
+	if err != nil {
+		return nil, cleanup, err
+	}
+	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", hexutil.Encode(crypto.FromECDSA(key))
+	cfg.X402.Network = "eip155:8453"
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {

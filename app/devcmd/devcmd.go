@@ -5,13 +5,21 @@ package devcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"conduit/app"
+	"conduit/internal/config"
 	"conduit/internal/devstack"
+	"conduit/internal/payments"
 )
 
 // Command returns the `dev` subcommand.
@@ -55,6 +63,9 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	defer stack.Stop()
 	cfg.Database.URL = stack.DatabaseURL
 	cfg.Temporal.Address = stack.TemporalAddress
+	if err := localPayments(cfg, dataDir); err != nil {
+		return err
+	}
 
 	p, err := app.Open(ctx, cfg, env.Log)
 	if err != nil {
@@ -66,11 +77,11 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	banner(env, dataDir, stack, key, time.Since(started))
+	banner(env, p, dataDir, stack, key, time.Since(started))
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true}, ln)
 }
 
-func banner(env *app.Env, dataDir string, s *devstack.Stack, key string, took time.Duration) {
+func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key string, took time.Duration) {
 	w := env.Stdout
 	fmt.Fprintf(w, "\nconduit dev is up (%s)\n", took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  API           %s   (health: %s/healthz)\n", env.Config.BaseURL(), env.Config.BaseURL())
@@ -81,6 +92,9 @@ func banner(env *app.Env, dataDir string, s *devstack.Stack, key string, took ti
 	fmt.Fprintf(w, "  PostgreSQL    %s\n", redact(s.DatabaseURL))
 	fmt.Fprintf(w, "  data folder   %s\n", dataDir)
 	fmt.Fprintf(w, "  dev API key   %s   (also in %s)\n", key, filepath.Join(dataDir, KeyFile))
+	if pay := p.Payments; pay.Enabled() && pay.Chain != nil {
+		fmt.Fprintf(w, "  x402 top-up   %s%s on %s (local network, token %s)\n", env.Config.BaseURL(), payments.TopUpPath, pay.Network, pay.Chain.Token.Hex())
+	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
 }
 
@@ -97,4 +111,29 @@ func temporalLog(level string) string {
 		return ""
 	}
 	return level
+}
+
+// localPayments turns agent payments on with the local facilitator and
+// networks unless a facilitator is configured; the facilitator's key is
+// kept in the data folder so the receiving address stays the same.
+func localPayments(cfg *config.Config, dataDir string) error {
+	if cfg.X402.Facilitator != "" {
+		return nil
+	}
+	path := filepath.Join(dataDir, "x402-facilitator.key")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		k, err := crypto.GenerateKey()
+		if err != nil {
+			return err
+		}
+		b = []byte(hexutil.Encode(crypto.FromECDSA(k)))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", strings.TrimSpace(string(b))
+	return nil
 }

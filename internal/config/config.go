@@ -30,6 +30,55 @@ type Config struct {
 	Log      Log      `mapstructure:"log"`
 	Models   Models   `mapstructure:"models"`
 	Runs     Runs     `mapstructure:"runs"`
+	X402     X402     `mapstructure:"x402"`
+}
+
+// X402 configures agent payments (spec §8). A misconfigured deployment
+// still starts: the paid endpoints answer 503 and stop advertising
+// themselves (see Ready).
+type X402 struct {
+	Enabled bool `mapstructure:"enabled"`
+	// Network is the first (EVM) network offered, CAIP-2.
+	Network string `mapstructure:"network"`
+	// TopUpUSD is what one top-up call costs and grants.
+	TopUpUSD string `mapstructure:"topup_usd"`
+	// PayTo is the receiving wallet on the EVM network.
+	PayTo string `mapstructure:"pay_to"`
+	// Asset is the token contract on the EVM network (USDC); the local
+	// facilitator uses the token it deploys.
+	Asset string `mapstructure:"asset"`
+	// Facilitator is "local" (the embedded facilitator and networks) or
+	// the base URL of a facilitator's HTTP API.
+	Facilitator       string `mapstructure:"facilitator"`
+	FacilitatorAPIKey string `mapstructure:"facilitator_api_key"`
+	// LocalKey is the hex private key the local facilitator settles with
+	// (the dev command generates and keeps one).
+	LocalKey string `mapstructure:"local_key"`
+}
+
+// mainNetworks need facilitator credentials.
+var mainNetworks = map[string]bool{"eip155:8453": true, "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": true}
+
+// Ready says why agent payments cannot be offered, or nil when they can.
+func (x X402) Ready() error {
+	switch {
+	case !x.Enabled:
+		return errors.New("x402 is disabled")
+	case !strings.HasPrefix(x.Network, "eip155:"):
+		return fmt.Errorf("x402.network %q is not an eip155 network", x.Network)
+	case x.Facilitator == "":
+		return errors.New("x402.facilitator is not set")
+	case x.Facilitator == "local" && x.LocalKey == "":
+		return errors.New("the local facilitator needs x402.local_key")
+	case x.Facilitator != "local" && (x.PayTo == "" || x.Asset == ""):
+		return errors.New("x402.pay_to and x402.asset are required")
+	case x.Facilitator != "local" && mainNetworks[x.Network] && x.FacilitatorAPIKey == "":
+		return errors.New("a main network needs x402.facilitator_api_key")
+	}
+	if v, err := money.ParseUSD(x.TopUpUSD); err != nil || v <= 0 {
+		return fmt.Errorf("x402.topup_usd %q is not a positive USD amount", x.TopUpUSD)
+	}
+	return nil
 }
 
 // Models configures text-generation providers and the model catalog.
@@ -144,6 +193,14 @@ var defaults = map[string]any{
 		{"id": "local-echo", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192},
 		{"id": "local-echo-slow", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192, "token_delay": "25ms"},
 	},
+	"x402.enabled":               false,
+	"x402.network":               "eip155:8453",
+	"x402.topup_usd":             "5",
+	"x402.pay_to":                "",
+	"x402.asset":                 "",
+	"x402.facilitator":           "",
+	"x402.facilitator_api_key":   "",
+	"x402.local_key":             "",
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",

@@ -1,0 +1,130 @@
+package frontend
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"conduit/internal/accounts"
+	"conduit/internal/payments"
+	"conduit/internal/x402"
+	"conduit/workflows"
+)
+
+const notConfigured = "x402 payments are not configured on this deployment"
+
+// topUp: POST /api/billing/credits/x402 (spec §4.5). The bearer, when
+// sent, is checked before anything is settled; the settlement and the
+// grant run as the workflow topup/<network>/<payer>/<nonce>.
+func (s *Server) topUp(c *gin.Context) {
+	pay := s.deps.Payments
+	if !pay.Enabled() {
+		fail(c, errorf(http.StatusServiceUnavailable, notConfigured))
+		return
+	}
+	ctx := c.Request.Context()
+	accountID := ""
+	if h := c.GetHeader("Authorization"); h != "" {
+		p, err := s.deps.Accounts.Authenticate(ctx, h)
+		if err != nil && !errors.Is(err, accounts.ErrUnauthenticated) && !errors.Is(err, accounts.ErrNoCredentials) {
+			fail(c, err)
+			return
+		}
+		if err != nil || !hasPipelinesScope(p) {
+			fail(c, errorf(http.StatusUnauthorized, "Invalid or expired credentials"))
+			return
+		}
+		accountID = p.AccountID
+	}
+	challenge := x402.Challenge(x402.ResourceInfo{
+		URL: s.url(payments.TopUpPath), Description: "Add " + pay.TopUp.String() + " USD of prepaid credit", MimeType: "application/json",
+	}, pay.TopUp, pay.Offers, "")
+
+	header := c.GetHeader(x402.HeaderPaymentSignature)
+	if header == "" {
+		s.paymentRequired(c, challenge, "PAYMENT-SIGNATURE header is required")
+		return
+	}
+	p, err := x402.DecodePaymentPayload(header)
+	if err != nil {
+		s.paymentRequired(c, challenge, err.Error())
+		return
+	}
+	req, err := x402.Match(p, challenge.Accepts)
+	if err != nil {
+		s.paymentRequired(c, challenge, "No matching payment requirements")
+		return
+	}
+	ep, _, err := x402.ParseEVMPayload(p.Payload)
+	if err != nil {
+		s.paymentRequired(c, challenge, err.Error())
+		return
+	}
+	id := workflows.TopUpWorkflowID(req.Network, ep.Authorization.From, ep.Authorization.Nonce)
+	run, err := s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.PaymentsQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.TopUp, workflows.TopUpInput{Payment: p, Requirements: req, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
+	replay := false
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		replay, run, err = true, s.deps.Temporal.GetWorkflow(ctx, id, ""), nil
+	}
+	if err != nil {
+		fail(c, errorf(http.StatusServiceUnavailable, "the payment could not be processed now; nothing was settled, try again"))
+		return
+	}
+	var res workflows.TopUpResult
+	if err := run.Get(ctx, &res); err != nil {
+		fail(c, err)
+		return
+	}
+	if res.Refused {
+		s.paymentRequired(c, challenge, res.Message)
+		return
+	}
+	bal := res.Balance
+	if replay {
+		if bal, err = s.deps.Store.Balance(ctx, res.AccountID); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	if h, err := x402.EncodeHeader(x402.SettleResponse{Success: true, Transaction: res.Transaction, Network: res.Network, Payer: res.Payer}); err == nil {
+		c.Header(x402.HeaderPaymentResponse, h)
+	}
+	c.JSON(http.StatusOK, gin.H{
+		"grantedUsd": res.Granted, "duplicate": res.Duplicate || replay, "balanceUsd": bal,
+		"network": res.Network, "transaction": res.Transaction, "payer": res.Payer,
+	})
+}
+
+// paymentRequired answers 402 with the challenge in PAYMENT-REQUIRED (and
+// in the body, for v1-style readers); reason says why.
+func (s *Server) paymentRequired(c *gin.Context, challenge x402.PaymentRequired, reason string) {
+	challenge.Error = reason
+	h, err := x402.EncodeHeader(challenge)
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.Header(x402.HeaderPaymentRequired, h)
+	c.AbortWithStatusJSON(http.StatusPaymentRequired, gin.H{
+		"error": reason, "x402Version": challenge.X402Version, "resource": challenge.Resource, "accepts": challenge.Accepts,
+	})
+}
+
+func hasPipelinesScope(p accounts.Principal) bool {
+	for _, sc := range p.Scopes {
+		if strings.HasPrefix(sc, "pipelines:") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,247 @@
+package frontend_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"conduit/frontend"
+	"conduit/internal/config"
+	"conduit/internal/money"
+	"conduit/internal/payments"
+	"conduit/internal/x402"
+)
+
+const topUpPath = "/api/billing/credits/x402"
+
+// wallet is a payer with test tokens on the local EVM network.
+type wallet struct {
+	key  *ecdsa.PrivateKey
+	addr common.Address
+}
+
+func newWallet(t *testing.T, usd money.Micros) wallet {
+	t.Helper()
+	k, _ := crypto.GenerateKey()
+	w := wallet{key: k, addr: crypto.PubkeyToAddress(k.PublicKey)}
+	if usd > 0 {
+		if _, err := env.Platform.Payments.Mint(context.Background(), w.addr.Hex(), usd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// challenge asks the endpoint for its 402 and decodes PAYMENT-REQUIRED.
+func challenge(t *testing.T) x402.PaymentRequired {
+	t.Helper()
+	r := env.Do(t, "POST", topUpPath, nil)
+	if r.Status != http.StatusPaymentRequired {
+		t.Fatalf("unpaid call: %d %s", r.Status, r.Body)
+	}
+	pr, err := x402.DecodePaymentRequired(r.Header.Get("PAYMENT-REQUIRED"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+// pay signs the first offer as the official EVM client would.
+func (w wallet) pay(t *testing.T, pr x402.PaymentRequired) string {
+	t.Helper()
+	var nonce [32]byte
+	_, _ = rand.Read(nonce[:])
+	p, err := x402.SignEVM(pr.Accepts[0], hexutil.Encode(crypto.FromECDSA(w.key)), nonce, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Resource = &pr.Resource
+	h, err := x402.EncodeHeader(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (w wallet) tokens(t *testing.T) int64 {
+	t.Helper()
+	b, err := env.Platform.Payments.Chain.BalanceOf(context.Background(), w.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Int64()
+}
+
+func TestTopUpChallenge(t *testing.T) {
+	pr := challenge(t)
+	a := pr.Accepts[0]
+	if pr.X402Version != 2 || pr.Error != "PAYMENT-SIGNATURE header is required" || pr.Resource.URL != env.URL+topUpPath ||
+		a.Scheme != "exact" || a.Network != "eip155:8453" || a.Amount != "5000000" || a.Asset != env.Platform.Payments.Chain.Token.Hex() ||
+		a.Extra["name"] != "USDC" || a.Extra["version"] != "2" || a.MaxTimeoutSeconds != 300 {
+		t.Fatalf("%+v", pr)
+	}
+	// The balance endpoint advertises top-up while it is enabled.
+	_, key := env.NewAccount(t)
+	x := wantStatus(t, do(t, "GET", "/api/account/balance", key, nil), http.StatusOK)["x402"].(map[string]any)
+	if x["url"] != env.URL+topUpPath || x["topUpPerCallUsd"].(float64) != 5 || x["network"] != "eip155:8453" {
+		t.Fatalf("%v", x)
+	}
+}
+
+func TestTopUpWithBearerThenReplay(t *testing.T) {
+	_, key := env.NewAccount(t)
+	w := newWallet(t, 12*money.USD)
+	payTo := common.HexToAddress(challenge(t).Accepts[0].PayTo)
+	payeeBefore, _ := env.Platform.Payments.Chain.BalanceOf(context.Background(), payTo)
+	sig := w.pay(t, challenge(t))
+
+	r := do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", sig)
+	body := wantStatus(t, r, http.StatusOK)
+	if body["grantedUsd"].(float64) != 5 || body["duplicate"] != false || body["balanceUsd"].(float64) != 10 ||
+		body["network"] != "eip155:8453" || body["payer"] != w.addr.Hex() || len(body["transaction"].(string)) != 66 {
+		t.Fatalf("%v", body)
+	}
+	sr, err := x402.DecodeSettleResponse(r.Header.Get("PAYMENT-RESPONSE"))
+	if err != nil || !sr.Success || sr.Transaction != body["transaction"] {
+		t.Fatalf("PAYMENT-RESPONSE %+v %v", sr, err)
+	}
+	if w.tokens(t) != 7_000_000 {
+		t.Fatalf("payer tokens %d", w.tokens(t))
+	}
+	payeeAfter, _ := env.Platform.Payments.Chain.BalanceOf(context.Background(), payTo)
+	if new(big.Int).Sub(payeeAfter, payeeBefore).Int64() != 5_000_000 {
+		t.Fatalf("payee received %s", new(big.Int).Sub(payeeAfter, payeeBefore))
+	}
+
+	// The same payment again: answered, not granted again, not settled again.
+	r = do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", sig)
+	again := wantStatus(t, r, http.StatusOK)
+	if again["duplicate"] != true || again["balanceUsd"].(float64) != 10 || again["transaction"] != body["transaction"] {
+		t.Fatalf("replay %v", again)
+	}
+	if w.tokens(t) != 7_000_000 {
+		t.Fatal("a replay moved tokens")
+	}
+}
+
+func TestTopUpWithoutBearerCreditsTheWalletAccount(t *testing.T) {
+	w := newWallet(t, 5*money.USD)
+	body := wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", w.pay(t, challenge(t))), http.StatusOK)
+	// A new wallet account: 5.00 free + 5.00 bought.
+	if body["balanceUsd"].(float64) != 10 || body["grantedUsd"].(float64) != 5 {
+		t.Fatalf("%v", body)
+	}
+	acct, err := env.Platform.Store.WalletAccount(context.Background(), "eip155:8453", strings.ToLower(w.addr.Hex()), 0)
+	if err != nil || acct.Balance != 10*money.USD {
+		t.Fatalf("wallet account %+v %v", acct, err)
+	}
+	if sum, _ := env.Platform.Store.LedgerSum(context.Background(), acct.ID); sum != acct.Balance {
+		t.Fatalf("ledger %s vs balance %s", sum, acct.Balance)
+	}
+}
+
+func TestTopUpRefusals(t *testing.T) {
+	_, key := env.NewAccount(t)
+
+	// Underfunded wallet: refused, nothing granted.
+	poor := newWallet(t, 2*money.USD)
+	r := do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", poor.pay(t, challenge(t)))
+	body := wantStatus(t, r, http.StatusPaymentRequired)
+	if !strings.HasPrefix(body["error"].(string), "invalid_payload: execution reverted") || r.Header.Get("PAYMENT-REQUIRED") == "" {
+		t.Fatalf("%v", body)
+	}
+	if poor.tokens(t) != 2_000_000 || balanceUSD(t, key) != 5 {
+		t.Fatal("an underfunded payment changed balances")
+	}
+
+	// A payment already spent elsewhere (settled straight on the chain).
+	w := newWallet(t, 10*money.USD)
+	pr := challenge(t)
+	sig := w.pay(t, pr)
+	p, _ := x402.DecodePaymentPayload(sig)
+	if s, err := env.Platform.Payments.Facilitator.Settle(context.Background(), p, pr.Accepts[0]); err != nil || !s.Success {
+		t.Fatalf("%+v %v", s, err)
+	}
+	r = do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", sig)
+	if body := wantStatus(t, r, http.StatusPaymentRequired); body["error"] != "invalid_payload: authorization nonce already submitted" {
+		t.Fatalf("%v", body)
+	}
+
+	// A bad bearer costs nothing: 401 before anything settles.
+	w2 := newWallet(t, 10*money.USD)
+	sig = w2.pay(t, challenge(t))
+	r = env.Do(t, "POST", topUpPath, nil, "Authorization", "Bearer cnd_nope", "PAYMENT-SIGNATURE", sig)
+	if body := wantStatus(t, r, http.StatusUnauthorized); body["error"] != "Invalid or expired credentials" {
+		t.Fatalf("%v", body)
+	}
+	_, noPipelines := env.NewAccount(t, "keys:manage")
+	wantStatus(t, do(t, "POST", topUpPath, noPipelines, nil, "PAYMENT-SIGNATURE", sig), http.StatusUnauthorized)
+	p2, _ := x402.DecodePaymentPayload(sig)
+	ep, _, _ := x402.ParseEVMPayload(p2.Payload)
+	used, _ := env.Platform.Payments.Chain.AuthorizationUsed(context.Background(), w2.addr, [32]byte(hexutil.MustDecode(ep.Authorization.Nonce)))
+	if used || w2.tokens(t) != 10_000_000 {
+		t.Fatal("a refused bearer settled the payment")
+	}
+
+	// Garbage and mismatched payments get a fresh challenge.
+	r = env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", "not base64!")
+	if body := wantStatus(t, r, http.StatusPaymentRequired); !strings.Contains(body["error"].(string), "not standard base64") {
+		t.Fatalf("%v", body)
+	}
+	cheap := challenge(t)
+	cheap.Accepts[0].Amount = "1"
+	r = env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", w2.pay(t, cheap))
+	if body := wantStatus(t, r, http.StatusPaymentRequired); body["error"] != "No matching payment requirements" {
+		t.Fatalf("%v", body)
+	}
+}
+
+func TestTopUpDisabledIs503AndUnadvertised(t *testing.T) {
+	off, err := payments.New(config.X402{Enabled: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := env.Platform.FrontendDeps()
+	deps.Payments = off
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: frontend.New(deps).Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := "http://" + ln.Addr().String()
+
+	resp, err := http.Post(base+topUpPath, "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 200)
+	n, _ := resp.Body.Read(b)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || strings.TrimSpace(string(b[:n])) != `{"error":"x402 payments are not configured on this deployment"}` {
+		t.Fatalf("%d %s", resp.StatusCode, b[:n])
+	}
+	_, key := env.NewAccount(t)
+	req, _ := http.NewRequest("GET", base+"/api/account/balance", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ = resp.Body.Read(b)
+	resp.Body.Close()
+	if strings.Contains(string(b[:n]), "x402") {
+		t.Fatalf("disabled top-up still advertised: %s", b[:n])
+	}
+}

@@ -1,0 +1,80 @@
+package workflows
+
+import (
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"conduit/activities"
+	"conduit/internal/money"
+	"conduit/internal/x402"
+)
+
+// PaymentsQueue carries payment workflows.
+const PaymentsQueue = "payments"
+
+// TopUpWorkflowID derives from the payment itself (network, payer,
+// authorization nonce), so presenting the same payment twice can never
+// start a second top-up.
+func TopUpWorkflowID(network, payer, nonce string) string {
+	return "topup/" + network + "/" + strings.ToLower(payer) + "/" + strings.ToLower(nonce)
+}
+
+// TopUpInput is a matched payment and whom to credit.
+type TopUpInput struct {
+	Payment      x402.PaymentPayload
+	Requirements x402.PaymentRequirements
+	Amount       money.Micros
+	Resource     string
+	// AccountID is the bearer's account, or empty for the payer's wallet
+	// account.
+	AccountID string
+}
+
+// TopUpResult is what the top-up endpoint answers.
+type TopUpResult struct {
+	Refused     bool
+	Reason      string
+	Message     string
+	Granted     money.Micros
+	Duplicate   bool
+	Balance     money.Micros
+	AccountID   string
+	Network     string
+	Transaction string
+	Payer       string
+}
+
+var payments *activities.Payments
+
+// TopUp settles the payment, then grants the credit: each step an
+// activity that is idempotent on its own (the payment by its
+// authorization, the grant by the settled transaction), so retries and
+// restarts settle once and grant once.
+func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	})
+	var settled activities.SettleOutcome
+	if err := workflow.ExecuteActivity(ctx, payments.Settle, activities.SettleInput{
+		Payment: in.Payment, Requirements: in.Requirements, Amount: in.Amount, Resource: in.Resource,
+	}).Get(ctx, &settled); err != nil {
+		return TopUpResult{}, err
+	}
+	res := TopUpResult{Network: in.Requirements.Network, Payer: settled.Payer}
+	if !settled.Success {
+		res.Refused, res.Reason, res.Message = true, settled.Reason, settled.Message
+		return res, nil
+	}
+	var granted activities.GrantOutcome
+	if err := workflow.ExecuteActivity(ctx, payments.Grant, activities.GrantInput{
+		AccountID: in.AccountID, Network: in.Requirements.Network, Payer: settled.Payer, Transaction: settled.Transaction, Amount: in.Amount,
+	}).Get(ctx, &granted); err != nil {
+		return TopUpResult{}, err
+	}
+	res.Granted, res.Duplicate, res.Balance, res.AccountID, res.Transaction = in.Amount, granted.Duplicate, granted.Balance, granted.AccountID, settled.Transaction
+	return res, nil
+}
