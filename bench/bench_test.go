@@ -5,6 +5,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,9 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
 	"go.temporal.io/sdk/client"
 
 	"conduit/app/apptest"
+	"conduit/internal/money"
+	"conduit/internal/x402"
 	"conduit/workflows"
 )
 
@@ -186,4 +191,39 @@ func BenchmarkChatStream(b *testing.B) {
 	b.ReportMetric(float64(ttft.d[len(ttft.d)/2].Microseconds())/1000, "ttft-p50-ms")
 	b.ReportMetric(float64(ttft.d[len(ttft.d)*99/100].Microseconds())/1000, "ttft-p99-ms")
 	total.report(b, elapsed)
+}
+
+// BenchmarkTopUpX402: an agent's credit top-up end to end on the embedded
+// network: 402 challenge, EIP-3009 signature, paid retry (settle on the
+// in-process EVM, record, grant) — one caller.
+func BenchmarkTopUpX402(b *testing.B) {
+	key, _ := crypto.GenerateKey()
+	payer := crypto.PubkeyToAddress(key.PublicKey)
+	if _, err := env.Platform.Payments.Mint(context.Background(), payer.Hex(), money.Micros(b.N+1)*5*money.USD); err != nil {
+		b.Fatal(err)
+	}
+	keyHex := hexutil.Encode(crypto.FromECDSA(key))
+	var lat latencies
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		t0 := time.Now()
+		r := env.Do(b, "POST", "/api/billing/credits/x402", nil)
+		pr, err := x402.DecodePaymentRequired(r.Header.Get("PAYMENT-REQUIRED"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var nonce [32]byte
+		_, _ = rand.Read(nonce[:])
+		p, err := x402.SignEVM(pr.Accepts[0], keyHex, nonce, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, _ := x402.EncodeHeader(p)
+		if r := env.Do(b, "POST", "/api/billing/credits/x402", nil, "PAYMENT-SIGNATURE", h); r.Status != http.StatusOK {
+			b.Fatalf("top-up: %d %s", r.Status, r.Body)
+		}
+		lat.add(time.Since(t0))
+	}
+	lat.report(b, time.Since(start))
 }

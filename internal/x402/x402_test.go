@@ -198,3 +198,26 @@ func FuzzDecodePaymentPayload(f *testing.F) {
 		_, _, _ = VerifyEVM(p, req, time.Unix(1_800_000_000, 0))
 	})
 }
+
+// BenchmarkVerifyEVM: decoding a PAYMENT-SIGNATURE header and checking its
+// EIP-712 signature, recipient, value and validity window.
+func BenchmarkVerifyEVM(b *testing.B) {
+	now := time.Unix(1_800_000_000, 0)
+	req := Challenge(ResourceInfo{URL: "u"}, 5*money.USD, []Offer{evmOffer()}, "").Accepts[0]
+	var nonce [32]byte
+	p, err := SignEVM(req, "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318", nonce, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, _ := EncodeHeader(p)
+	b.ResetTimer()
+	for range b.N {
+		p, err := DecodePaymentPayload(h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := VerifyEVM(p, req, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
