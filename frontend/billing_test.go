@@ -245,3 +245,34 @@ func TestTopUpDisabledIs503AndUnadvertised(t *testing.T) {
 		t.Fatalf("disabled top-up still advertised: %s", b[:n])
 	}
 }
+
+func TestTopUpRateLimit(t *testing.T) {
+	cfg := *env.Config
+	cfg.X402.RateLimit = "2-M"
+	deps := env.Platform.FrontendDeps()
+	deps.Config = &cfg
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: frontend.New(deps).Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + topUpPath
+	for i := range 3 {
+		resp, err := http.Post(url, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 300)
+		n, _ := resp.Body.Read(b)
+		resp.Body.Close()
+		if i < 2 && resp.StatusCode != http.StatusPaymentRequired {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, b[:n])
+		}
+		if i == 2 && (resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+			!strings.HasPrefix(string(b[:n]), `{"error":"rate limit exceeded: at most 2 calls per 1m0s from one address; retry after`)) {
+			t.Fatalf("call %d: %d %v %s", i, resp.StatusCode, resp.Header, b[:n])
+		}
+	}
+}

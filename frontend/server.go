@@ -57,7 +57,7 @@ func New(d Deps) *Server {
 	})
 
 	r.GET("/healthz", s.health)
-	r.POST(payments.TopUpPath, s.topUp)
+	r.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).

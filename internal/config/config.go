@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/viper"
+	"github.com/ulule/limiter/v3"
 
 	"conduit/internal/money"
 )
@@ -54,6 +55,9 @@ type X402 struct {
 	// LocalKey is the hex private key the local facilitator settles with
 	// (the dev command generates and keeps one).
 	LocalKey string `mapstructure:"local_key"`
+	// RateLimit bounds paid-endpoint calls per client address, as
+	// "<count>-<S|M|H>" (60-M: sixty a minute); beyond it calls get 429.
+	RateLimit string `mapstructure:"rate_limit"`
 }
 
 // mainNetworks need facilitator credentials.
@@ -201,6 +205,7 @@ var defaults = map[string]any{
 	"x402.facilitator":           "",
 	"x402.facilitator_api_key":   "",
 	"x402.local_key":             "",
+	"x402.rate_limit":            "60-M",
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",
@@ -289,6 +294,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log.format (%s_LOG_FORMAT) %q must be text or json", EnvPrefix, c.Log.Format))
 	}
 	errs = append(errs, c.validateModels()...)
+	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
+		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
+	}
 	if c.Runs.TruncateOutputChars < 100 {
 		errs = append(errs, fmt.Errorf("runs.truncate_output_chars (%s_RUNS_TRUNCATE_OUTPUT_CHARS) must be at least 100", EnvPrefix))
 	}

@@ -58,6 +58,7 @@ func TestValidateNamesTheBadSetting(t *testing.T) {
 		{"bad level", func(c *Config) { c.Log.Level = "loud" }, "CONDUIT_LOG_LEVEL"},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, "CONDUIT_LOG_FORMAT"},
 		{"empty namespace", func(c *Config) { c.Temporal.Namespace = "" }, "CONDUIT_TEMPORAL_NAMESPACE"},
+		{"bad rate limit", func(c *Config) { c.X402.RateLimit = "lots" }, "CONDUIT_X402_RATE_LIMIT"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,31 @@
+package frontend
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/ulule/limiter/v3"
+	mgin "github.com/ulule/limiter/v3/drivers/middleware/gin"
+	"github.com/ulule/limiter/v3/drivers/store/memory"
+)
+
+// paidRateLimit bounds calls to the paid endpoints per client address
+// (x402.rate_limit, validated at start-up). Beyond it: 429 in the plain
+// error shape with Retry-After; nothing is settled.
+func (s *Server) paidRateLimit() gin.HandlerFunc {
+	rate, err := limiter.NewRateFromFormatted(s.deps.Config.X402.RateLimit)
+	if err != nil {
+		panic(err) // config.Validate refuses a malformed rate
+	}
+	l := limiter.New(memory.NewStore(), rate)
+	return mgin.NewMiddleware(l, mgin.WithLimitReachedHandler(func(c *gin.Context) {
+		retry := int64(1)
+		if reset, err := strconv.ParseInt(c.Writer.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			retry = max(1, reset-time.Now().Unix())
+		}
+		c.Header("Retry-After", strconv.FormatInt(retry, 10))
+		writeError(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d calls per %s from one address; retry after %d s", rate.Limit, rate.Period, retry))
+	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
+}
