@@ -39,6 +39,7 @@ func ProductionCommands() map[string]Command {
 		"all":      {Summary: "serve the API and run the worker in one process", Run: runRoles(Roles{Frontend: true, Worker: true})},
 		"migrate":  {Summary: "apply database migrations and exit", Run: migrate},
 		"account":  accountCommand(),
+		"x402":     x402Command(),
 	}
 }
 

@@ -58,6 +58,9 @@ func New(d Deps) *Server {
 
 	r.GET("/healthz", s.health)
 	r.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
+	if d.Payments.Enabled() && d.Payments.Chain != nil {
+		r.POST("/dev/x402/mint", s.devMint)
+	}
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).

@@ -1,0 +1,181 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"conduit/internal/x402"
+)
+
+// x402Command: `x402 pay` performs a whole 402 → pay → retry exchange
+// against any URL; `x402 mint` credits play tokens on a dev server's
+// embedded network.
+func x402Command() Command {
+	return Command{
+		Summary: "x402 pay -url URL [-key HEX] [-bearer KEY] [-method POST] [-body JSON] | x402 mint -api URL -to ADDR -usd N",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("x402 needs a subcommand: pay or mint")
+			}
+			switch args[0] {
+			case "pay":
+				return payCmd(ctx, env, args[1:])
+			case "mint":
+				return mintCmd(ctx, env, args[1:])
+			default:
+				return fmt.Errorf("unknown x402 subcommand %q (pay, mint)", args[0])
+			}
+		},
+	}
+}
+
+func payCmd(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("x402 pay", flag.ContinueOnError)
+	url := fs.String("url", "", "the paid endpoint (required)")
+	key := fs.String("key", os.Getenv("CONDUIT_PAYER_KEY"), "payer's hex private key (or CONDUIT_PAYER_KEY)")
+	bearer := fs.String("bearer", "", "optional API key sent as Authorization: Bearer")
+	method := fs.String("method", http.MethodPost, "HTTP method")
+	body := fs.String("body", "", "request body (JSON)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *url == "" || *key == "" {
+		return fmt.Errorf("x402 pay needs -url and -key (or CONDUIT_PAYER_KEY)")
+	}
+	res, err := Pay(ctx, http.DefaultClient, *method, *url, []byte(*body), *key, *bearer)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "status %d\n", res.Status)
+	if res.Settlement != nil {
+		fmt.Fprintf(env.Stdout, "settled %s on %s by %s\n", res.Settlement.Transaction, res.Settlement.Network, res.Settlement.Payer)
+	}
+	fmt.Fprintf(env.Stdout, "%s\n", res.Body)
+	return nil
+}
+
+// PaidResponse is the answer to a paid retry.
+type PaidResponse struct {
+	Status     int
+	Body       []byte
+	Settlement *x402.SettleResponse
+}
+
+// Pay asks url, and when it answers 402 signs its first EVM offer with
+// keyHex (EIP-3009, as the official client does) and asks again with
+// PAYMENT-SIGNATURE.
+func Pay(ctx context.Context, hc *http.Client, method, url string, body []byte, keyHex, bearer string) (PaidResponse, error) {
+	send := func(payment string) (*http.Response, []byte, error) {
+		req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(body) > 0 {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		if payment != "" {
+			req.Header.Set(x402.HeaderPaymentSignature, payment)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, b, err
+	}
+	resp, b, err := send("")
+	if err != nil {
+		return PaidResponse{}, err
+	}
+	if resp.StatusCode != http.StatusPaymentRequired {
+		return PaidResponse{Status: resp.StatusCode, Body: b}, nil
+	}
+	pr, err := x402.DecodePaymentRequired(resp.Header.Get(x402.HeaderPaymentRequired))
+	if err != nil {
+		return PaidResponse{}, fmt.Errorf("the 402 carries no usable PAYMENT-REQUIRED: %w", err)
+	}
+	var offer *x402.PaymentRequirements
+	for i := range pr.Accepts {
+		if strings.HasPrefix(pr.Accepts[i].Network, "eip155:") && pr.Accepts[i].Scheme == x402.SchemeExact {
+			offer = &pr.Accepts[i]
+			break
+		}
+	}
+	if offer == nil {
+		return PaidResponse{}, fmt.Errorf("the server offers no EVM exact payment")
+	}
+	var nonce [32]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return PaidResponse{}, err
+	}
+	p, err := x402.SignEVM(*offer, keyHex, nonce, time.Now())
+	if err != nil {
+		return PaidResponse{}, err
+	}
+	p.Resource = &pr.Resource
+	h, err := x402.EncodeHeader(p)
+	if err != nil {
+		return PaidResponse{}, err
+	}
+	resp, b, err = send(h)
+	if err != nil {
+		return PaidResponse{}, err
+	}
+	out := PaidResponse{Status: resp.StatusCode, Body: b}
+	if sr, err := x402.DecodeSettleResponse(resp.Header.Get(x402.HeaderPaymentResponse)); err == nil {
+		out.Settlement = &sr
+	}
+	return out, nil
+}
+
+func mintCmd(ctx context.Context, env *Env, args []string) error {
+	fs := flag.NewFlagSet("x402 mint", flag.ContinueOnError)
+	api := fs.String("api", env.Config.BaseURL(), "the dev server's base URL")
+	to := fs.String("to", "", "EVM address to credit; empty: a new wallet whose key is printed")
+	usd := fs.String("usd", "10", "USD of play tokens")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	addr := *to
+	if addr == "" {
+		k, err := crypto.GenerateKey()
+		if err != nil {
+			return err
+		}
+		addr = crypto.PubkeyToAddress(k.PublicKey).Hex()
+		fmt.Fprintf(env.Stdout, "new wallet %s, key %s\n", addr, hexutil.Encode(crypto.FromECDSA(k)))
+	}
+	payload, _ := json.Marshal(map[string]json.RawMessage{"address": json.RawMessage(fmt.Sprintf("%q", addr)), "usd": json.RawMessage(*usd)})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*api, "/")+"/dev/x402/mint", bytes.NewReader(payload))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("the dev server at %s is not reachable: %w", *api, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("minting failed (%d): %s", resp.StatusCode, b)
+	}
+	fmt.Fprintf(env.Stdout, "%s\n", b)
+	return nil
+}

@@ -1,0 +1,42 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"conduit/app"
+)
+
+// The dev tooling a newcomer uses: mint play tokens on the embedded
+// network, then pay a paid endpoint with the Go payer (402 → sign → retry).
+func TestMintThenPayTheTopUp(t *testing.T) {
+	key, _ := crypto.GenerateKey()
+	addr := crypto.PubkeyToAddress(key.PublicKey).Hex()
+	r := env.Do(t, http.MethodPost, "/dev/x402/mint", map[string]any{"address": addr, "usd": 6})
+	if r.Status != http.StatusOK || r.JSON(t)["mintedUsd"].(float64) != 6 {
+		t.Fatalf("mint: %d %s", r.Status, r.Body)
+	}
+	if r := env.Do(t, http.MethodPost, "/dev/x402/mint", map[string]any{"address": "nope", "usd": 1}); r.Status != http.StatusBadRequest {
+		t.Fatalf("bad address: %d %s", r.Status, r.Body)
+	}
+
+	res, err := app.Pay(context.Background(), env.HTTP, http.MethodPost, env.URL+"/api/billing/credits/x402", nil, hexutil.Encode(crypto.FromECDSA(key)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	_ = json.Unmarshal(res.Body, &body)
+	if res.Status != http.StatusOK || body["grantedUsd"].(float64) != 5 || res.Settlement == nil || !res.Settlement.Success || res.Settlement.Payer != addr {
+		t.Fatalf("%d %s %+v", res.Status, res.Body, res.Settlement)
+	}
+	// 1.00 left: the next payment is refused with the chain's reason.
+	res, err = app.Pay(context.Background(), env.HTTP, http.MethodPost, env.URL+"/api/billing/credits/x402", nil, hexutil.Encode(crypto.FromECDSA(key)), "")
+	if err != nil || res.Status != http.StatusPaymentRequired {
+		t.Fatalf("%d %s %v", res.Status, res.Body, err)
+	}
+}

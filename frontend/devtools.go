@@ -1,0 +1,34 @@
+package frontend
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/money"
+)
+
+// devMint: POST /dev/x402/mint {address, usd} credits play tokens on the
+// embedded EVM network. The route exists only with the local facilitator:
+// its tokens are worth nothing outside this process.
+func (s *Server) devMint(c *gin.Context) {
+	var body struct {
+		Address string       `json:"address"`
+		USD     money.Micros `json:"usd"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		fail(c, err)
+		return
+	}
+	if body.USD <= 0 || body.USD > 1_000_000*money.USD {
+		fail(c, errorf(http.StatusBadRequest, "usd must be more than 0 and at most 1000000"))
+		return
+	}
+	tx, err := s.deps.Payments.Mint(c.Request.Context(), body.Address, body.USD)
+	if err != nil {
+		fail(c, errorf(http.StatusBadRequest, "%v", err))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"address": body.Address, "mintedUsd": body.USD, "network": s.deps.Payments.Network,
+		"token": s.deps.Payments.Chain.Token.Hex(), "transaction": tx})
+}
