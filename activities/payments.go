@@ -2,9 +2,7 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 
 	"conduit/internal/accounts"
 	"conduit/internal/money"
@@ -36,20 +34,11 @@ type SettleOutcome struct {
 	Payer       string
 }
 
-// authorizationKey names an EVM authorization: payer and nonce.
-func authorizationKey(p x402.PaymentPayload) (payer, nonce string, err error) {
-	var ep x402.EVMPayload
-	if err := json.Unmarshal(p.Payload, &ep); err != nil || ep.Authorization.From == "" || ep.Authorization.Nonce == "" {
-		return "", "", errors.New("payment has no EIP-3009 authorization")
-	}
-	return strings.ToLower(ep.Authorization.From), strings.ToLower(ep.Authorization.Nonce), nil
-}
-
 // Settle settles once: an authorization already recorded answers with its
 // recorded settlement (an activity retry after the chain accepted it), and
 // a new settlement is recorded before it is reported.
 func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, error) {
-	payer, nonce, err := authorizationKey(in.Payment)
+	payer, nonce, err := x402.Identify(in.Payment)
 	if err != nil {
 		return SettleOutcome{Reason: x402.ReasonInvalidPayload, Message: "invalid_payload: " + err.Error()}, nil
 	}
@@ -100,13 +89,13 @@ type GrantOutcome struct {
 func (a *Payments) Grant(ctx context.Context, in GrantInput) (GrantOutcome, error) {
 	account := in.AccountID
 	if account == "" {
-		acct, err := a.Store.WalletAccount(ctx, in.Network, strings.ToLower(in.Payer), accounts.FreeCredit)
+		acct, err := a.Store.WalletAccount(ctx, in.Network, x402.NormalizeAddress(in.Network, in.Payer), accounts.FreeCredit)
 		if err != nil {
 			return GrantOutcome{}, err
 		}
 		account = acct.ID
 	}
-	res, err := a.Store.Grant(ctx, account, store.EntryTopUp, in.Amount, "topup/"+in.Network+"/"+strings.ToLower(in.Transaction), "x402 top-up")
+	res, err := a.Store.Grant(ctx, account, store.EntryTopUp, in.Amount, "topup/"+in.Network+"/"+in.Transaction, "x402 top-up")
 	if err != nil {
 		return GrantOutcome{}, err
 	}

@@ -51,7 +51,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 		st.Close()
 		return nil, err
 	}
-	pay, err := payments.New(cfg.X402)
+	pay, err := payments.New(cfg.X402, st)
 	if err != nil {
 		st.Close()
 		return nil, err

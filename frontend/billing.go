@@ -60,12 +60,12 @@ func (s *Server) topUp(c *gin.Context) {
 		s.paymentRequired(c, challenge, "No matching payment requirements")
 		return
 	}
-	ep, _, err := x402.ParseEVMPayload(p.Payload)
+	payer, paymentID, err := x402.Identify(p)
 	if err != nil {
 		s.paymentRequired(c, challenge, err.Error())
 		return
 	}
-	id := workflows.TopUpWorkflowID(req.Network, ep.Authorization.From, ep.Authorization.Nonce)
+	id := workflows.TopUpWorkflowID(req.Network, payer, paymentID)
 	run, err := s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.PaymentsQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,

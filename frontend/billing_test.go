@@ -14,6 +14,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gagliardetto/solana-go"
 
 	"conduit/frontend"
 	"conduit/internal/config"
@@ -207,7 +208,7 @@ func TestTopUpRefusals(t *testing.T) {
 }
 
 func TestTopUpDisabledIs503AndUnadvertised(t *testing.T) {
-	off, err := payments.New(config.X402{Enabled: false})
+	off, err := payments.New(config.X402{Enabled: false}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +275,84 @@ func TestTopUpRateLimit(t *testing.T) {
 			!strings.HasPrefix(string(b[:n]), `{"error":"rate limit exceeded: at most 2 calls per 1m0s from one address; retry after`)) {
 			t.Fatalf("call %d: %d %v %s", i, resp.StatusCode, resp.Header, b[:n])
 		}
+	}
+}
+
+// solWallet is a payer on the embedded Solana network.
+func solWallet(t *testing.T, usd money.Micros) solana.PrivateKey {
+	t.Helper()
+	k, _ := solana.NewRandomPrivateKey()
+	if usd > 0 {
+		if _, err := env.Platform.Payments.Mint(context.Background(), k.PublicKey().String(), usd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return k
+}
+
+func solPay(t *testing.T, k solana.PrivateKey, pr x402.PaymentRequired) string {
+	t.Helper()
+	var blockhash solana.Hash
+	_, _ = rand.Read(blockhash[:])
+	p, err := x402.SignSVM(pr.Accepts[1], k, blockhash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := x402.EncodeHeader(p)
+	return h
+}
+
+func TestTopUpOnSolana(t *testing.T) {
+	pr := challenge(t)
+	if len(pr.Accepts) != 2 || !strings.HasPrefix(pr.Accepts[1].Network, "solana:") || pr.Accepts[1].Amount != "5000000" || pr.Accepts[1].Extra["feePayer"] == "" {
+		t.Fatalf("second offer: %+v", pr.Accepts)
+	}
+	network := pr.Accepts[1].Network
+	k := solWallet(t, 12*money.USD)
+	owner := k.PublicKey().String()
+
+	// Without a bearer: the Solana wallet account, separate from any EVM one.
+	sig := solPay(t, k, pr)
+	body := wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", sig), http.StatusOK)
+	if body["network"] != network || body["payer"] != owner || body["grantedUsd"].(float64) != 5 || body["balanceUsd"].(float64) != 10 {
+		t.Fatalf("%v", body)
+	}
+	tx := body["transaction"].(string)
+	if _, err := solana.SignatureFromBase58(tx); err != nil {
+		t.Fatalf("transaction %q is not a base58 signature: %v", tx, err)
+	}
+	left, _ := env.Platform.Store.SVMBalance(context.Background(), pr.Accepts[1].Asset, owner)
+	got, _ := env.Platform.Store.SVMBalance(context.Background(), pr.Accepts[1].Asset, pr.Accepts[1].PayTo)
+	if left != 7_000_000 || got < 5_000_000 {
+		t.Fatalf("ledger: payer %d payee %d", left, got)
+	}
+	acct, err := env.Platform.Store.WalletAccount(context.Background(), network, owner, 0)
+	if err != nil || acct.Balance != 10*money.USD {
+		t.Fatalf("%+v %v", acct, err)
+	}
+
+	// Replay: duplicate, nothing moves.
+	again := wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", sig), http.StatusOK)
+	if again["duplicate"] != true || again["transaction"] != tx {
+		t.Fatalf("%v", again)
+	}
+	if l, _ := env.Platform.Store.SVMBalance(context.Background(), pr.Accepts[1].Asset, owner); l != 7_000_000 {
+		t.Fatal("a replay moved tokens")
+	}
+
+	// With a bearer: that account is credited.
+	_, key := env.NewAccount(t)
+	wantStatus(t, do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", solPay(t, k, pr)), http.StatusOK)
+	if balanceUSD(t, key) != 10 {
+		t.Fatal("bearer account not credited")
+	}
+
+	// 2.00 left: refused, nothing moves.
+	r := env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", solPay(t, k, pr))
+	if b := wantStatus(t, r, http.StatusPaymentRequired); !strings.HasPrefix(b["error"].(string), "invalid_payload: insufficient funds") {
+		t.Fatalf("%v", b)
+	}
+	if l, _ := env.Platform.Store.SVMBalance(context.Background(), pr.Accepts[1].Asset, owner); l != 2_000_000 {
+		t.Fatalf("payer %d", l)
 	}
 }

@@ -24,11 +24,14 @@ func (s *Server) devMint(c *gin.Context) {
 		fail(c, errorf(http.StatusBadRequest, "usd must be more than 0 and at most 1000000"))
 		return
 	}
-	tx, err := s.deps.Payments.Mint(c.Request.Context(), body.Address, body.USD)
+	m, err := s.deps.Payments.Mint(c.Request.Context(), body.Address, body.USD)
 	if err != nil {
 		fail(c, errorf(http.StatusBadRequest, "%v", err))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"address": body.Address, "mintedUsd": body.USD, "network": s.deps.Payments.Network,
-		"token": s.deps.Payments.Chain.Token.Hex(), "transaction": tx})
+	out := gin.H{"address": body.Address, "mintedUsd": body.USD, "network": m.Network, "asset": m.Asset}
+	if m.Transaction != "" {
+		out["transaction"] = m.Transaction
+	}
+	c.JSON(http.StatusOK, out)
 }

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -15,11 +14,11 @@ import (
 // PaymentsQueue carries payment workflows.
 const PaymentsQueue = "payments"
 
-// TopUpWorkflowID derives from the payment itself (network, payer,
-// authorization nonce), so presenting the same payment twice can never
-// start a second top-up.
-func TopUpWorkflowID(network, payer, nonce string) string {
-	return "topup/" + network + "/" + strings.ToLower(payer) + "/" + strings.ToLower(nonce)
+// TopUpWorkflowID derives from the payment itself (network, payer, and
+// the authorization nonce or payer signature; see x402.Identify), so
+// presenting the same payment twice can never start a second top-up.
+func TopUpWorkflowID(network, payer, id string) string {
+	return "topup/" + network + "/" + payer + "/" + id
 }
 
 // TopUpInput is a matched payment and whom to credit.

@@ -55,6 +55,14 @@ type X402 struct {
 	// LocalKey is the hex private key the local facilitator settles with
 	// (the dev command generates and keeps one).
 	LocalKey string `mapstructure:"local_key"`
+	// SolanaNetwork is the second network offered (CAIP-2). Empty: none.
+	SolanaNetwork string `mapstructure:"solana_network"`
+	// SolanaPayTo, SolanaAsset and SolanaFeePayer describe the Solana
+	// offer with a hosted facilitator (the fee payer is the facilitator's
+	// key); the local facilitator derives all three from local_key.
+	SolanaPayTo    string `mapstructure:"solana_pay_to"`
+	SolanaAsset    string `mapstructure:"solana_asset"`
+	SolanaFeePayer string `mapstructure:"solana_fee_payer"`
 	// RateLimit bounds paid-endpoint calls per client address, as
 	// "<count>-<S|M|H>" (60-M: sixty a minute); beyond it calls get 429.
 	RateLimit string `mapstructure:"rate_limit"`
@@ -206,6 +214,10 @@ var defaults = map[string]any{
 	"x402.facilitator_api_key":   "",
 	"x402.local_key":             "",
 	"x402.rate_limit":            "60-M",
+	"x402.solana_network":        "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+	"x402.solana_pay_to":         "",
+	"x402.solana_asset":          "",
+	"x402.solana_fee_payer":      "",
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",

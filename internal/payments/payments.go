@@ -5,6 +5,9 @@ package payments
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -12,9 +15,11 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gagliardetto/solana-go"
 
 	"conduit/internal/config"
 	"conduit/internal/money"
+	"conduit/internal/store"
 	"conduit/internal/x402"
 	"conduit/internal/x402/evmchain"
 )
@@ -32,12 +37,18 @@ type Service struct {
 	Facilitator x402.Facilitator
 	// Chain is the local EVM network (local facilitator only).
 	Chain *evmchain.Chain
+	// SolanaNetwork and SolanaMint describe the second network offered.
+	SolanaNetwork string
+	SolanaMint    string
+
+	solana *x402.Offer
+	ledger ledger
 }
 
 // New builds the service; it never fails a start-up for a configuration
 // problem (the endpoint answers 503 instead), only for a broken local
-// network.
-func New(cfg config.X402) (*Service, error) {
+// network. The store keeps the local Solana ledger.
+func New(cfg config.X402, st *store.Store) (*Service, error) {
 	if err := cfg.Ready(); err != nil {
 		return &Service{Err: err}, nil
 	}
@@ -62,16 +73,59 @@ func New(cfg config.X402) (*Service, error) {
 		if evm.PayTo == "" {
 			evm.PayTo = chain.Facilitator.Hex()
 		}
-		s.Facilitator = &x402.LocalFacilitator{EVMNetwork: cfg.Network, EVM: chain}
+		local := &x402.LocalFacilitator{EVMNetwork: cfg.Network, EVM: chain}
+		if cfg.SolanaNetwork != "" {
+			// The Solana fee payer, mint and receiving wallet derive from
+			// the local key, so they stay the same across restarts.
+			fee, mint, payTo := derive(key.D.Bytes(), "fee-payer"), derive(key.D.Bytes(), "mint"), derive(key.D.Bytes(), "pay-to")
+			local.SVMNetwork, local.SVM, local.SVMFeePayer = cfg.SolanaNetwork, ledger{st}, fee
+			s.SolanaNetwork, s.SolanaMint = cfg.SolanaNetwork, mint.PublicKey().String()
+			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: s.SolanaMint, PayTo: payTo.PublicKey().String(),
+				Extra: map[string]any{"feePayer": fee.PublicKey().String()}}
+			s.ledger = ledger{st}
+		}
+		s.Facilitator = local
 	} else {
 		headers := map[string]string{}
 		if cfg.FacilitatorAPIKey != "" {
 			headers["Authorization"] = "Bearer " + cfg.FacilitatorAPIKey
 		}
 		s.Facilitator = x402.NewHTTPFacilitator(cfg.Facilitator, headers, 30*time.Second)
+		if cfg.SolanaNetwork != "" && cfg.SolanaPayTo != "" && cfg.SolanaAsset != "" && cfg.SolanaFeePayer != "" {
+			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: cfg.SolanaAsset, PayTo: cfg.SolanaPayTo,
+				Extra: map[string]any{"feePayer": cfg.SolanaFeePayer}}
+		}
 	}
+	// The EVM network first, then Solana (spec §4.5).
 	s.Offers = []x402.Offer{evm}
+	if s.solana != nil {
+		s.Offers = append(s.Offers, *s.solana)
+	}
 	return s, nil
+}
+
+// derive makes a deterministic ed25519 key from the local key and a label.
+func derive(seed []byte, label string) solana.PrivateKey {
+	h := sha256.Sum256(append(append([]byte("conduit/x402/solana/"), label...), seed...))
+	return solana.PrivateKey(ed25519.NewKeyFromSeed(h[:]))
+}
+
+// ledger adapts the store's Solana ledger to the facilitator.
+type ledger struct{ st *store.Store }
+
+func (l ledger) Balance(ctx context.Context, mint, owner string) (uint64, error) {
+	return l.st.SVMBalance(ctx, mint, owner)
+}
+
+func (l ledger) Transfer(ctx context.Context, sig, mint, from, to string, amount uint64) error {
+	err := l.st.SVMTransfer(ctx, sig, mint, from, to, amount)
+	switch {
+	case errors.Is(err, store.ErrSVMDuplicate):
+		return x402.ErrSVMDuplicate
+	case errors.Is(err, store.ErrSVMInsufficientFunds):
+		return x402.ErrSVMInsufficientFunds
+	}
+	return err
 }
 
 // Close stops the local network, if any.
@@ -90,14 +144,26 @@ func (s *Service) PerCall() money.Micros { return s.TopUp }
 // NetworkID is the first network offered.
 func (s *Service) NetworkID() string { return s.Network }
 
-// Mint credits test tokens on the local network (dev tooling).
-func (s *Service) Mint(ctx context.Context, to string, amount money.Micros) (string, error) {
+// Minted says where test tokens were credited.
+type Minted struct {
+	Network     string
+	Asset       string
+	Transaction string // EVM only
+}
+
+// Mint credits test tokens on the local networks (dev tooling): an 0x
+// address on the EVM network, a base58 address on the Solana ledger.
+func (s *Service) Mint(ctx context.Context, to string, amount money.Micros) (Minted, error) {
 	if s.Chain == nil {
-		return "", fmt.Errorf("minting needs the local facilitator")
+		return Minted{}, fmt.Errorf("minting needs the local facilitator")
+	}
+	if pk, err := solana.PublicKeyFromBase58(to); err == nil && s.ledger.st != nil {
+		err := s.ledger.st.SVMMint(ctx, s.SolanaMint, pk.String(), uint64(amount))
+		return Minted{Network: s.SolanaNetwork, Asset: s.SolanaMint}, err
 	}
 	if !common.IsHexAddress(to) {
-		return "", fmt.Errorf("%q is not an EVM address", to)
+		return Minted{}, fmt.Errorf("%q is neither an EVM nor a Solana address", to)
 	}
 	tx, err := s.Chain.Mint(ctx, common.HexToAddress(to), big.NewInt(int64(amount)))
-	return tx.Hex(), err
+	return Minted{Network: s.Network, Asset: s.Chain.Token.Hex(), Transaction: tx.Hex()}, err
 }

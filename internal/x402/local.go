@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/gagliardetto/solana-go"
 )
 
 // EVMLedger is the chain the local facilitator settles on.
@@ -18,13 +19,31 @@ type EVMLedger interface {
 	TransferWithAuthorization(ctx context.Context, from, to common.Address, value, validAfter, validBefore *big.Int, nonce [32]byte, sig []byte) (common.Hash, error)
 }
 
+// SVMLedger is the Solana token ledger the local facilitator settles on.
+type SVMLedger interface {
+	Balance(ctx context.Context, mint, owner string) (uint64, error)
+	// Transfer moves tokens once per transaction signature; it reports
+	// ErrSVMDuplicate and ErrSVMInsufficientFunds.
+	Transfer(ctx context.Context, signature, mint, from, to string, amount uint64) error
+}
+
+// Errors an SVMLedger reports.
+var (
+	ErrSVMDuplicate         = errors.New("transaction already settled")
+	ErrSVMInsufficientFunds = errors.New("insufficient funds")
+)
+
 // LocalFacilitator verifies payments itself and settles them on the
 // embedded networks. It does everything a hosted facilitator does: real
 // signature checks, real chain state, real transactions.
 type LocalFacilitator struct {
 	EVMNetwork string
 	EVM        EVMLedger
-	Now        func() time.Time
+	// SVMNetwork is the Solana network it settles, with its fee payer.
+	SVMNetwork  string
+	SVM         SVMLedger
+	SVMFeePayer solana.PrivateKey
+	Now         func() time.Time
 }
 
 func (f *LocalFacilitator) now() time.Time {
@@ -40,21 +59,33 @@ func (f *LocalFacilitator) Supported(context.Context) (Supported, error) {
 	if f.EVM != nil {
 		s.Kinds = append(s.Kinds, SupportedKind{X402Version: Version, Scheme: SchemeExact, Network: f.EVMNetwork})
 	}
+	if f.SVM != nil {
+		s.Kinds = append(s.Kinds, SupportedKind{X402Version: Version, Scheme: SchemeExact, Network: f.SVMNetwork,
+			Extra: map[string]any{"feePayer": f.SVMFeePayer.PublicKey().String()}})
+	}
 	return s, nil
 }
 
 // Verify checks the payment completely, chain state included.
 func (f *LocalFacilitator) Verify(ctx context.Context, p PaymentPayload, req PaymentRequirements) (VerifyResponse, error) {
+	if f.SVM != nil && req.Network == f.SVMNetwork {
+		t, err := f.verifySVM(ctx, p, req)
+		return verifyResponse(t.Authority.String(), err)
+	}
 	_, payer, err := f.verifyEVM(ctx, p, req)
-	return verifyResponse(payer, err)
+	return verifyResponse(payer.Hex(), err)
 }
 
-// Settle verifies, then sends transferWithAuthorization and waits for it.
+// Settle verifies, then settles: transferWithAuthorization on the EVM
+// network, or the fee payer's co-signature and a ledger transfer on the
+// Solana network.
 func (f *LocalFacilitator) Settle(ctx context.Context, p PaymentPayload, req PaymentRequirements) (SettleResponse, error) {
+	if f.SVM != nil && req.Network == f.SVMNetwork {
+		return f.settleSVM(ctx, p, req)
+	}
 	ep, payer, err := f.verifyEVM(ctx, p, req)
 	if err != nil {
-		v, err := verifyResponse(payer, err)
-		return SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage, Payer: v.Payer, Network: req.Network}, err
+		return refusedSettle(payer.Hex(), req.Network, err)
 	}
 	a := ep.Authorization
 	value, _ := new(big.Int).SetString(a.Value, 10)
@@ -97,12 +128,61 @@ func (f *LocalFacilitator) verifyEVM(ctx context.Context, p PaymentPayload, req 
 	return ep, payer, nil
 }
 
+// verifySVM adds the ledger check to VerifySVM: the payer can cover it.
+func (f *LocalFacilitator) verifySVM(ctx context.Context, p PaymentPayload, req PaymentRequirements) (SVMTransfer, error) {
+	t, err := VerifySVM(p, req, f.SVMFeePayer.PublicKey())
+	if err != nil {
+		return t, err
+	}
+	bal, err := f.SVM.Balance(ctx, req.Asset, t.Authority.String())
+	if err != nil {
+		return t, err
+	}
+	if bal < t.Amount {
+		return t, refuse(ReasonSVMInsufficient, "insufficient funds (balance %d, amount %d)", bal, t.Amount)
+	}
+	return t, nil
+}
+
+// settleSVM co-signs as fee payer — the fee payer's signature is the
+// transaction id — and moves the tokens on the ledger once.
+func (f *LocalFacilitator) settleSVM(ctx context.Context, p PaymentPayload, req PaymentRequirements) (SettleResponse, error) {
+	t, err := f.verifySVM(ctx, p, req)
+	if err != nil {
+		return refusedSettle(t.Authority.String(), req.Network, err)
+	}
+	msg, err := t.Tx.Message.MarshalBinary()
+	if err != nil {
+		return SettleResponse{}, err
+	}
+	sig, err := f.SVMFeePayer.Sign(msg)
+	if err != nil {
+		return SettleResponse{}, err
+	}
+	t.Tx.Signatures[0] = sig
+	err = f.SVM.Transfer(ctx, sig.String(), req.Asset, t.Authority.String(), req.PayTo, t.Amount)
+	switch {
+	case errors.Is(err, ErrSVMDuplicate):
+		return refusedSettle(t.Authority.String(), req.Network, refuse(ReasonSVMDuplicate, "transaction already settled"))
+	case errors.Is(err, ErrSVMInsufficientFunds):
+		return refusedSettle(t.Authority.String(), req.Network, refuse(ReasonSVMInsufficient, "insufficient funds"))
+	case err != nil:
+		return SettleResponse{}, err
+	}
+	return SettleResponse{Success: true, Transaction: sig.String(), Network: req.Network, Payer: t.Authority.String(), Amount: req.Amount}, nil
+}
+
+func refusedSettle(payer, network string, err error) (SettleResponse, error) {
+	v, err := verifyResponse(payer, err)
+	return SettleResponse{Success: false, ErrorReason: v.InvalidReason, ErrorMessage: v.InvalidMessage, Payer: v.Payer, Network: network}, err
+}
+
 // verifyResponse turns a refusal into the protocol's answer; other errors
 // stay errors (the chain could not be asked).
-func verifyResponse(payer common.Address, err error) (VerifyResponse, error) {
+func verifyResponse(payer string, err error) (VerifyResponse, error) {
 	v := VerifyResponse{IsValid: err == nil}
-	if payer != (common.Address{}) {
-		v.Payer = payer.Hex()
+	if payer != (common.Address{}).Hex() && payer != (solana.PublicKey{}).String() {
+		v.Payer = payer
 	}
 	var ref *Refusal
 	if errors.As(err, &ref) {

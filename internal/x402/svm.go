@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/gagliardetto/solana-go"
 	computebudget "github.com/gagliardetto/solana-go/programs/compute-budget"
@@ -209,4 +210,48 @@ func SignSVM(req PaymentRequirements, payer solana.PrivateKey, blockhash solana.
 	}
 	payload, _ := json.Marshal(SVMPayload{Transaction: b64})
 	return PaymentPayload{X402Version: Version, Accepted: req, Payload: payload}, nil
+}
+
+// Identify names a payment before it is verified: its payer and a value
+// unique to it (EVM: the authorization nonce; Solana: the payer's
+// signature). EVM addresses come lower-cased; base58 is case-sensitive and
+// kept as is.
+func Identify(p PaymentPayload) (payer, id string, err error) {
+	if strings.HasPrefix(p.Accepted.Network, "solana:") {
+		var sp SVMPayload
+		if err := json.Unmarshal(p.Payload, &sp); err != nil {
+			return "", "", refuse(ReasonSVMDecode, "payload must carry a base64 transaction")
+		}
+		tx, err := solana.TransactionFromBase64(sp.Transaction)
+		if err != nil {
+			return "", "", refuse(ReasonSVMDecode, "%v", err)
+		}
+		m := &tx.Message
+		if len(m.Instructions) < 3 || len(m.Instructions[2].Accounts) < 4 {
+			return "", "", refuse(ReasonSVMNoTransfer, "the third instruction must be a token TransferChecked")
+		}
+		authority, err := m.Account(m.Instructions[2].Accounts[3])
+		if err != nil {
+			return "", "", refuse(ReasonSVMNoTransfer, "%v", err)
+		}
+		for i, s := range m.Signers() {
+			if s.Equals(authority) && i < len(tx.Signatures) && !tx.Signatures[i].IsZero() {
+				return authority.String(), tx.Signatures[i].String(), nil
+			}
+		}
+		return "", "", refuse(ReasonSVMSignature, "the transfer authority did not sign")
+	}
+	ep, _, err := ParseEVMPayload(p.Payload)
+	if err != nil {
+		return "", "", err
+	}
+	return strings.ToLower(ep.Authorization.From), strings.ToLower(ep.Authorization.Nonce), nil
+}
+
+// NormalizeAddress is how a wallet address is keyed on its network.
+func NormalizeAddress(network, addr string) string {
+	if strings.HasPrefix(network, "eip155:") {
+		return strings.ToLower(addr)
+	}
+	return addr
 }
