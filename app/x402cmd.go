@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gagliardetto/solana-go"
 
 	"conduit/internal/x402"
 )
@@ -44,7 +45,7 @@ func x402Command() Command {
 func payCmd(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("x402 pay", flag.ContinueOnError)
 	url := fs.String("url", "", "the paid endpoint (required)")
-	key := fs.String("key", os.Getenv("CONDUIT_PAYER_KEY"), "payer's hex private key (or CONDUIT_PAYER_KEY)")
+	key := fs.String("key", os.Getenv("CONDUIT_PAYER_KEY"), "payer's private key: 0x hex pays on the EVM network, base58 on Solana (or CONDUIT_PAYER_KEY)")
 	bearer := fs.String("bearer", "", "optional API key sent as Authorization: Bearer")
 	method := fs.String("method", http.MethodPost, "HTTP method")
 	body := fs.String("body", "", "request body (JSON)")
@@ -110,21 +111,36 @@ func Pay(ctx context.Context, hc *http.Client, method, url string, body []byte, 
 	if err != nil {
 		return PaidResponse{}, fmt.Errorf("the 402 carries no usable PAYMENT-REQUIRED: %w", err)
 	}
+	// A base58 key pays on the Solana network, a hex key on the EVM one.
+	solKey, solErr := solana.PrivateKeyFromBase58(keyHex)
+	prefix := "eip155:"
+	if solErr == nil {
+		prefix = "solana:"
+	}
 	var offer *x402.PaymentRequirements
 	for i := range pr.Accepts {
-		if strings.HasPrefix(pr.Accepts[i].Network, "eip155:") && pr.Accepts[i].Scheme == x402.SchemeExact {
+		if strings.HasPrefix(pr.Accepts[i].Network, prefix) && pr.Accepts[i].Scheme == x402.SchemeExact {
 			offer = &pr.Accepts[i]
 			break
 		}
 	}
 	if offer == nil {
-		return PaidResponse{}, fmt.Errorf("the server offers no EVM exact payment")
+		return PaidResponse{}, fmt.Errorf("the server offers no %s exact payment", strings.TrimSuffix(prefix, ":"))
 	}
-	var nonce [32]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return PaidResponse{}, err
+	var p x402.PaymentPayload
+	if solErr == nil {
+		// The embedded ledger does not check blockhashes; a hosted
+		// facilitator needs a recent one, which this tool does not fetch.
+		var blockhash solana.Hash
+		_, _ = rand.Read(blockhash[:])
+		p, err = x402.SignSVM(*offer, solKey, blockhash)
+	} else {
+		var nonce [32]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return PaidResponse{}, err
+		}
+		p, err = x402.SignEVM(*offer, keyHex, nonce, time.Now())
 	}
-	p, err := x402.SignEVM(*offer, keyHex, nonce, time.Now())
 	if err != nil {
 		return PaidResponse{}, err
 	}
@@ -147,7 +163,7 @@ func Pay(ctx context.Context, hc *http.Client, method, url string, body []byte, 
 func mintCmd(ctx context.Context, env *Env, args []string) error {
 	fs := flag.NewFlagSet("x402 mint", flag.ContinueOnError)
 	api := fs.String("api", env.Config.BaseURL(), "the dev server's base URL")
-	to := fs.String("to", "", "EVM address to credit; empty: a new wallet whose key is printed")
+	to := fs.String("to", "", "EVM (0x) or Solana (base58) address to credit; empty: a new EVM wallet whose key is printed")
 	usd := fs.String("usd", "10", "USD of play tokens")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gagliardetto/solana-go"
 
 	"conduit/app"
 )
@@ -38,5 +40,19 @@ func TestMintThenPayTheTopUp(t *testing.T) {
 	res, err = app.Pay(context.Background(), env.HTTP, http.MethodPost, env.URL+"/api/billing/credits/x402", nil, hexutil.Encode(crypto.FromECDSA(key)), "")
 	if err != nil || res.Status != http.StatusPaymentRequired {
 		t.Fatalf("%d %s %v", res.Status, res.Body, err)
+	}
+}
+
+func TestPayOnSolana(t *testing.T) {
+	k, _ := solana.NewRandomPrivateKey()
+	if r := env.Do(t, http.MethodPost, "/dev/x402/mint", map[string]any{"address": k.PublicKey().String(), "usd": 5}); r.Status != http.StatusOK {
+		t.Fatalf("mint: %d %s", r.Status, r.Body)
+	}
+	res, err := app.Pay(context.Background(), env.HTTP, http.MethodPost, env.URL+"/api/billing/credits/x402", nil, k.String(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != http.StatusOK || res.Settlement == nil || !strings.HasPrefix(res.Settlement.Network, "solana:") || res.Settlement.Payer != k.PublicKey().String() {
+		t.Fatalf("%d %s %+v", res.Status, res.Body, res.Settlement)
 	}
 }

@@ -349,7 +349,7 @@ func TestTopUpOnSolana(t *testing.T) {
 
 	// 2.00 left: refused, nothing moves.
 	r := env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", solPay(t, k, pr))
-	if b := wantStatus(t, r, http.StatusPaymentRequired); !strings.HasPrefix(b["error"].(string), "invalid_payload: insufficient funds") {
+	if b := wantStatus(t, r, http.StatusPaymentRequired); !strings.HasPrefix(b["error"].(string), "invalid_payload: execution reverted: insufficient funds") {
 		t.Fatalf("%v", b)
 	}
 	if l, _ := env.Platform.Store.SVMBalance(context.Background(), pr.Accepts[1].Asset, owner); l != 2_000_000 {

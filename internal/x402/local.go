@@ -139,7 +139,7 @@ func (f *LocalFacilitator) verifySVM(ctx context.Context, p PaymentPayload, req 
 		return t, err
 	}
 	if bal < t.Amount {
-		return t, refuse(ReasonSVMInsufficient, "insufficient funds (balance %d, amount %d)", bal, t.Amount)
+		return t, refuse(ReasonSVMInsufficient, "execution reverted: insufficient funds (balance %d, amount %d)", bal, t.Amount)
 	}
 	return t, nil
 }
@@ -165,7 +165,7 @@ func (f *LocalFacilitator) settleSVM(ctx context.Context, p PaymentPayload, req 
 	case errors.Is(err, ErrSVMDuplicate):
 		return refusedSettle(t.Authority.String(), req.Network, refuse(ReasonSVMDuplicate, "transaction already settled"))
 	case errors.Is(err, ErrSVMInsufficientFunds):
-		return refusedSettle(t.Authority.String(), req.Network, refuse(ReasonSVMInsufficient, "insufficient funds"))
+		return refusedSettle(t.Authority.String(), req.Network, refuse(ReasonSVMInsufficient, "execution reverted: insufficient funds"))
 	case err != nil:
 		return SettleResponse{}, err
 	}
