@@ -20,6 +20,10 @@ type svmFixture struct {
 
 func newSVMFixture(t *testing.T) svmFixture {
 	t.Helper()
+	return newSVMFixtureF()
+}
+
+func newSVMFixtureF() svmFixture {
 	fee, _ := solana.NewRandomPrivateKey()
 	payer, _ := solana.NewRandomPrivateKey()
 	mint, _ := solana.NewRandomPrivateKey()

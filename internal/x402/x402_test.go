@@ -12,6 +12,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/gagliardetto/solana-go"
 
 	"conduit/internal/money"
 )
@@ -189,13 +190,21 @@ func FuzzDecodePaymentPayload(f *testing.F) {
 	h, _ := EncodeHeader(p)
 	f.Add(h)
 	f.Add("e30=")
+	sol := newSVMFixtureF()
+	if sp, err := SignSVM(sol.req, sol.payer, solana.Hash{3}); err == nil {
+		sh, _ := EncodeHeader(sp)
+		f.Add(sh)
+	}
 	f.Fuzz(func(t *testing.T, h string) {
 		p, err := DecodePaymentPayload(h)
 		if err != nil {
 			return
 		}
-		// Whatever decodes must survive verification without panicking.
+		// Whatever decodes must survive identification and verification on
+		// either network without panicking.
+		_, _, _ = Identify(p)
 		_, _, _ = VerifyEVM(p, req, time.Unix(1_800_000_000, 0))
+		_, _ = VerifySVM(p, p.Accepted, solana.PublicKey{})
 	})
 }
 
