@@ -32,6 +32,7 @@ type Config struct {
 	Models   Models   `mapstructure:"models"`
 	Runs     Runs     `mapstructure:"runs"`
 	X402     X402     `mapstructure:"x402"`
+	Media    Media    `mapstructure:"media"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -228,8 +229,10 @@ var defaults = map[string]any{
 // for their role (see Validate and ValidateProduction).
 func Load(path string) (*Config, error) {
 	v := viper.New()
-	for k, val := range defaults {
-		v.SetDefault(k, val)
+	for _, m := range []map[string]any{defaults, mediaDefaults} {
+		for k, val := range m {
+			v.SetDefault(k, val)
+		}
 	}
 	v.SetEnvPrefix(EnvPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
@@ -306,6 +309,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log.format (%s_LOG_FORMAT) %q must be text or json", EnvPrefix, c.Log.Format))
 	}
 	errs = append(errs, c.validateModels()...)
+	errs = append(errs, c.validateMedia()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

@@ -1,0 +1,252 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"time"
+
+	"conduit/internal/money"
+)
+
+// Media configures the pay-per-call renders (spec §4.6–4.12): the video
+// catalog, the renderers, the blob store the files end up in, and the
+// secret that signs claim tickets and file URLs.
+type Media struct {
+	// Secret keys the HMAC of claim tickets and file URLs (at least 32
+	// characters). The dev command generates one; without it the paid
+	// render endpoints answer 503.
+	Secret string `mapstructure:"secret"`
+	// TicketTTL is how long a claim ticket (statusUrl, retryUrl) works.
+	TicketTTL time.Duration `mapstructure:"ticket_ttl"`
+	// HeartbeatTimeout is how long a render may go without a heartbeat
+	// before Temporal hands it to another worker.
+	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
+	// KeepAlive is the interval of the whitespace bytes a waiting answer
+	// sends (spec §6.2: 2 s).
+	KeepAlive time.Duration `mapstructure:"keep_alive"`
+	// FFmpeg is the ffmpeg binary the local renderers run.
+	FFmpeg string `mapstructure:"ffmpeg"`
+	Blob   Blob   `mapstructure:"blob"`
+	// Queue is a hosted video API speaking the queue protocol
+	// (submit / status / result); models with provider "queue" use it.
+	Queue QueueProvider `mapstructure:"queue"`
+	Video []VideoModel  `mapstructure:"video"`
+}
+
+// Blob selects where rendered files and fetched images are kept.
+type Blob struct {
+	// Backend is "local" (a folder served by the frontend) or "s3".
+	Backend string `mapstructure:"backend"`
+	// Dir is the local folder; empty means <dev.data_dir>/blobs.
+	Dir string `mapstructure:"dir"`
+	S3  S3     `mapstructure:"s3"`
+}
+
+// S3 is an S3 or S3-compatible bucket.
+type S3 struct {
+	Bucket          string `mapstructure:"bucket"`
+	Prefix          string `mapstructure:"prefix"`
+	Region          string `mapstructure:"region"`
+	Endpoint        string `mapstructure:"endpoint"`
+	PathStyle       bool   `mapstructure:"path_style"`
+	AccessKeyID     string `mapstructure:"access_key_id"`
+	SecretAccessKey string `mapstructure:"secret_access_key"`
+}
+
+// QueueProvider is a hosted render API's base address and key.
+type QueueProvider struct {
+	BaseURL string `mapstructure:"base_url"`
+	APIKey  string `mapstructure:"api_key"`
+}
+
+// VideoModel is one model on the video menu (spec §4.6.1).
+type VideoModel struct {
+	ID    string `mapstructure:"id"`
+	Label string `mapstructure:"label"`
+	Note  string `mapstructure:"note"`
+	// Default marks the model used without image_url and without model.
+	Default bool `mapstructure:"default"`
+	// FirstFrame says the model takes image_url.
+	FirstFrame bool          `mapstructure:"first_frame"`
+	Prices     []LengthPrice `mapstructure:"prices"`
+	// Wait is the default wait at the model's shortest length; longer
+	// clips wait proportionally longer (at least 45 s, at most 720 s).
+	Wait time.Duration `mapstructure:"wait"`
+	// Deadline is the render deadline at the shortest length (scaled the
+	// same way); a render past it is still collected, with a note.
+	Deadline time.Duration `mapstructure:"deadline"`
+	// Provider is "local" (ffmpeg) or "queue" (media.queue).
+	Provider string `mapstructure:"provider"`
+	// Upstream is the provider's model path (queue provider).
+	Upstream string `mapstructure:"upstream"`
+	// Refuse lists case-insensitive regular expressions the model's
+	// content filter declines (prompt_refused).
+	Refuse []string `mapstructure:"refuse"`
+}
+
+// LengthPrice is a clip length on sale and its price.
+type LengthPrice struct {
+	Seconds int    `mapstructure:"seconds"`
+	USD     string `mapstructure:"usd"`
+}
+
+// VideoLengths and AspectRatios are what the video endpoint can sell at all.
+var (
+	VideoLengths = []int{4, 5, 6, 8, 10, 15}
+	AspectRatios = []string{"16:9", "9:16"}
+)
+
+func prices(pairs ...any) []map[string]any {
+	var out []map[string]any
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, map[string]any{"seconds": pairs[i], "usd": pairs[i+1]})
+	}
+	return out
+}
+
+// brandFilter is the stand-in for a strict provider filter: brands,
+// broadcasts, famous scenes and real people.
+var brandFilter = []string{
+	`\b(brand|logo|trademark|broadcast|newscast|super ?bowl|world cup|famous scene|movie scene|celebrity|real person)\b`,
+}
+
+var mediaDefaults = map[string]any{
+	"media.secret":                    "",
+	"media.ticket_ttl":                "720h",
+	"media.heartbeat_timeout":         "30s",
+	"media.keep_alive":                "2s",
+	"media.ffmpeg":                    "ffmpeg",
+	"media.blob.backend":              "local",
+	"media.blob.dir":                  "",
+	"media.blob.s3.bucket":            "",
+	"media.blob.s3.prefix":            "",
+	"media.blob.s3.region":            "us-east-1",
+	"media.blob.s3.endpoint":          "",
+	"media.blob.s3.path_style":        false,
+	"media.blob.s3.access_key_id":     "",
+	"media.blob.s3.secret_access_key": "",
+	"media.queue.base_url":            "",
+	"media.queue.api_key":             "",
+	"media.video": []map[string]any{
+		{"id": "lumen-h3", "label": "Lumen H3", "default": true, "first_frame": false,
+			"note":   "768p, native audio, fewest prompt refusals",
+			"prices": prices(5, "0.42", 10, "0.84", 15, "1.26"), "wait": "150s", "deadline": "300s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading)\b`}},
+		{"id": "vista-3.1-lite", "label": "Vista 3.1 Lite", "first_frame": true,
+			"note":   "native audio, about a minute; a safety filter may return nothing for some prompts (uncharged, retryable)",
+			"prices": prices(4, "0.45", 6, "0.68", 8, "0.90"), "wait": "60s", "deadline": "120s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading|blood|weapon|gun|explosion)\b`}},
+		{"id": "wave-2.7", "label": "Wave 2.7", "first_frame": true,
+			"note":   "native audio; most permissive with photos of real people",
+			"prices": prices(5, "0.70", 10, "1.40"), "wait": "120s", "deadline": "240s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading)\b`}},
+		{"id": "vista-3.1-fast", "label": "Vista 3.1 Fast", "first_frame": true,
+			"note":   "native audio, under two minutes typically",
+			"prices": prices(4, "0.68", 6, "1.01", 8, "1.35"), "wait": "90s", "deadline": "180s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading|blood)\b`}},
+		{"id": "kine-3.0", "label": "Kine 3.0", "first_frame": true,
+			"note":   "720p, native audio",
+			"prices": prices(5, "0.89", 10, "1.77", 15, "2.65"), "wait": "150s", "deadline": "300s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading)\b`}},
+		{"id": "kine-3.0-pro", "label": "Kine 3.0 Pro", "first_frame": true,
+			"note":   "720p, native audio, higher fidelity",
+			"prices": prices(5, "1.18", 10, "2.36", 15, "3.53"), "wait": "180s", "deadline": "360s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading)\b`}},
+		{"id": "sprout-2.5", "label": "Sprout 2.5", "first_frame": true,
+			"note":   "720p, native audio; strict content filter refusing prompts resembling a brand, a broadcast or a famous scene, and photos of real people; a refusal is uncharged and carries a retryUrl",
+			"prices": prices(5, "1.64", 10, "3.27", 15, "4.90"), "wait": "200s", "deadline": "400s", "provider": "local",
+			"refuse": brandFilter},
+		{"id": "vista-3.1", "label": "Vista 3.1", "first_frame": true,
+			"note":   "top fidelity, synchronized audio",
+			"prices": prices(4, "2.24", 6, "3.36", 8, "4.48"), "wait": "150s", "deadline": "300s", "provider": "local",
+			"refuse": []string{`\b(gore|beheading|blood)\b`}},
+	},
+}
+
+// MediaReady says why the paid render endpoints cannot be offered.
+func (m Media) Ready() error {
+	if len(m.Secret) < 32 {
+		return errors.New("media.secret must be set (at least 32 characters) to sign claim tickets and file URLs")
+	}
+	return nil
+}
+
+func (c *Config) validateMedia() []error {
+	m := c.Media
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if m.Secret != "" && len(m.Secret) < 32 {
+		bad("media.secret (%s_MEDIA_SECRET) must be at least 32 characters", EnvPrefix)
+	}
+	for name, d := range map[string]time.Duration{"ticket_ttl": m.TicketTTL, "heartbeat_timeout": m.HeartbeatTimeout, "keep_alive": m.KeepAlive} {
+		if d <= 0 {
+			bad("media.%s must be a positive duration", name)
+		}
+	}
+	switch m.Blob.Backend {
+	case "local":
+	case "s3":
+		if m.Blob.S3.Bucket == "" {
+			bad("media.blob.s3.bucket (%s_MEDIA_BLOB_S3_BUCKET) is required with the s3 backend", EnvPrefix)
+		}
+	default:
+		bad("media.blob.backend must be local or s3, got %q", m.Blob.Backend)
+	}
+	if m.Queue.BaseURL != "" {
+		if u, err := url.Parse(m.Queue.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("media.queue.base_url must be an absolute http(s) URL")
+		}
+	}
+	seen, defaults := map[string]bool{}, 0
+	for i, v := range m.Video {
+		where := fmt.Sprintf("media.video[%d] (%s)", i, v.ID)
+		if v.ID == "" || seen[v.ID] {
+			bad("%s: the id must be set and unique", where)
+		}
+		seen[v.ID] = true
+		if v.Default {
+			defaults++
+			if v.FirstFrame {
+				bad("%s: the default model is the one for requests without image_url, so it cannot take one", where)
+			}
+		}
+		if len(v.Prices) == 0 {
+			bad("%s: lists no lengths", where)
+		}
+		for _, p := range v.Prices {
+			if !slices.Contains(VideoLengths, p.Seconds) {
+				bad("%s: %d seconds is not a length the endpoint sells (%v)", where, p.Seconds, VideoLengths)
+			}
+			if usd, err := money.ParseUSD(p.USD); err != nil || usd <= 0 {
+				bad("%s: price %q is not a positive USD amount", where, p.USD)
+			}
+		}
+		if v.Wait <= 0 || v.Deadline <= 0 {
+			bad("%s: wait and deadline must be positive durations", where)
+		}
+		switch v.Provider {
+		case "local":
+		case "queue":
+			if m.Queue.BaseURL == "" {
+				bad("%s uses provider queue but media.queue.base_url is not set", where)
+			}
+			if v.Upstream == "" {
+				bad("%s uses provider queue but names no upstream model", where)
+			}
+		default:
+			bad("%s: provider must be local or queue, got %q", where, v.Provider)
+		}
+		for _, r := range v.Refuse {
+			if _, err := regexp.Compile("(?i)" + r); err != nil {
+				bad("%s: refuse pattern %q is not a regular expression: %v", where, r, err)
+			}
+		}
+	}
+	if len(m.Video) > 0 && defaults != 1 {
+		bad("media.video must flag exactly one model as default, found %d", defaults)
+	}
+	return errs
+}
