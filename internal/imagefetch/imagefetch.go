@@ -1,0 +1,341 @@
+// Package imagefetch fetches and checks the image a caller names by URL
+// (the first frame of a video) before anything is paid, without letting
+// the URL reach inside our network: only plain https on the default port,
+// every resolved address must be public, and the connection goes to the
+// address that was checked (so a DNS answer that changes between the check
+// and the connect — rebinding — changes nothing). The type is judged by
+// the bytes, the size is capped while reading, and the whole fetch has a
+// deadline.
+package imagefetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // decoders for DecodeConfig
+	_ "image/png"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "golang.org/x/image/webp"
+)
+
+// Codes of the refusals (spec §7).
+const (
+	CodeURLInvalid      = "IMAGE_URL_INVALID"
+	CodeURLBlocked      = "IMAGE_URL_BLOCKED"
+	CodeFetchFailed     = "IMAGE_FETCH_FAILED"
+	CodeUnsupportedType = "IMAGE_UNSUPPORTED_TYPE"
+	CodeDimensions      = "IMAGE_DIMENSIONS"
+	CodeTooLarge        = "IMAGE_TOO_LARGE"
+)
+
+// Limits of an acceptable image.
+const (
+	DefaultTimeout  = 4 * time.Second
+	DefaultMaxBytes = 10 << 20
+	MinSide         = 256
+	MaxSide         = 8192
+	// MaxAspect bounds the longer side over the shorter.
+	MaxAspect = 4
+	maxURLLen = 2048
+)
+
+// Error is a refusal with its code, HTTP status and a sentence for the
+// caller.
+type Error struct {
+	Code    string
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func refuse(code, format string, args ...any) *Error {
+	status := http.StatusBadRequest
+	if code == CodeTooLarge {
+		status = http.StatusRequestEntityTooLarge
+	}
+	return &Error{Code: code, Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// Image is a fetched and checked image.
+type Image struct {
+	Bytes         []byte
+	ContentType   string
+	Ext           string
+	Width, Height int
+}
+
+// Resolver resolves host names (*net.Resolver is one).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Fetcher fetches images. The zero value uses the system resolver, a
+// plain dialer, the system roots and the spec's limits.
+type Fetcher struct {
+	Resolver Resolver
+	// Dial connects to an already checked "ip:443".
+	Dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	RootCAs  *x509.CertPool
+	Timeout  time.Duration
+	MaxBytes int64
+	// Trusted networks are exempt from the address block (operators who
+	// host images on a private network).
+	Trusted []netip.Prefix
+}
+
+// CheckURL applies the rules that need no network: plain https, no
+// credentials, no port but 443, and no literal internal address or
+// internal name.
+func CheckURL(raw string) (*url.URL, error) {
+	return checkURL(raw, nil)
+}
+
+func checkURL(raw string, trusted func(netip.Addr) bool) (*url.URL, error) {
+	if len(raw) > maxURLLen {
+		return nil, refuse(CodeURLInvalid, "image_url is longer than %d characters", maxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Opaque != "" || u.Host == "" {
+		return nil, refuse(CodeURLInvalid, "image_url must be a plain https URL without credentials or a port")
+	}
+	if u.User != nil {
+		return nil, refuse(CodeURLInvalid, "image_url must not carry credentials")
+	}
+	if p := u.Port(); p != "" && p != "443" {
+		return nil, refuse(CodeURLInvalid, "image_url must use the default https port, not %s", p)
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return nil, refuse(CodeURLInvalid, "image_url has no host")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if blocked(ip) && (trusted == nil || !trusted(ip)) {
+			return nil, refuse(CodeURLBlocked, "image_url points at a private, loopback or internal address")
+		}
+		return u, nil
+	}
+	if internalName(host) {
+		return nil, refuse(CodeURLBlocked, "image_url names an internal host")
+	}
+	return u, nil
+}
+
+// internalName catches names that only mean something inside a network,
+// and numeric forms of IPv4 addresses that resolvers may accept
+// ("2130706433", "0x7f000001", "127.1").
+func internalName(host string) bool {
+	if !strings.Contains(host, ".") {
+		return true
+	}
+	for _, suffix := range []string{".localhost", ".local", ".internal", ".home.arpa", ".lan", ".intranet", ".corp"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	if host == "localhost" {
+		return true
+	}
+	numeric := true
+	for _, part := range strings.Split(host, ".") {
+		if _, err := strconv.ParseUint(part, 0, 32); err != nil {
+			numeric = false
+		}
+	}
+	return numeric
+}
+
+var blockedNets = func() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
+		"2002::/16", // 6to4 embeds any IPv4 address
+	} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}()
+
+// blocked says an address is not on the public internet (or is a cloud
+// metadata address).
+func blocked(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
+		return true
+	}
+	for _, p := range blockedNets {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	switch ip.String() {
+	case "169.254.169.254", "fd00:ec2::254", "100.100.100.200":
+		return true
+	}
+	return false
+}
+
+func (f *Fetcher) trusted(ip netip.Addr) bool {
+	for _, p := range f.Trusted {
+		if p.Contains(ip.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+// Fetch checks the URL, resolves it once, checks every address, fetches
+// from the checked address within the deadline and checks the bytes.
+func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
+	u, err := checkURL(raw, f.trusted)
+	if err != nil {
+		return Image{}, err
+	}
+	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	host := u.Hostname()
+	addr, err := f.resolve(ctx, host)
+	if err != nil {
+		return Image{}, err
+	}
+	dial := f.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	checked := netip.AddrPortFrom(addr, 443).String()
+	transport := &http.Transport{
+		Proxy: nil, // never through an environment proxy
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dial(ctx, "tcp", checked)
+		},
+		TLSClientConfig:   &tls.Config{ServerName: host, RootCAs: f.RootCAs, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+		ForceAttemptHTTP2: false,
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{
+		Transport:     transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return Image{}, refuse(CodeURLInvalid, "image_url could not be requested")
+	}
+	req.Header.Set("Accept", "image/jpeg, image/png, image/webp")
+	resp, err := client.Do(req)
+	if err != nil {
+		return Image{}, fetchFailed(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return Image{}, refuse(CodeFetchFailed, "image_url answered a redirect (%d); give the final URL of the image", resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return Image{}, refuse(CodeFetchFailed, "image_url answered HTTP %d", resp.StatusCode)
+	}
+	limit := f.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	if resp.ContentLength > limit {
+		return Image{}, refuse(CodeTooLarge, "the image is larger than %d MB", limit>>20)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return Image{}, fetchFailed(ctx, err)
+	}
+	if int64(len(body)) > limit {
+		return Image{}, refuse(CodeTooLarge, "the image is larger than %d MB", limit>>20)
+	}
+	return Sniff(body)
+}
+
+// resolve returns the one address to connect to, after checking all.
+func (f *Fetcher) resolve(ctx context.Context, host string) (netip.Addr, error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip, nil
+	}
+	r := f.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return netip.Addr{}, refuse(CodeFetchFailed, "the host of image_url could not be resolved")
+	}
+	if len(addrs) == 0 {
+		return netip.Addr{}, refuse(CodeURLBlocked, "the host of image_url has no address")
+	}
+	for _, a := range addrs {
+		if blocked(a) && !f.trusted(a) {
+			return netip.Addr{}, refuse(CodeURLBlocked, "the host of image_url resolves to a private, loopback or internal address")
+		}
+	}
+	return addrs[0], nil
+}
+
+func fetchFailed(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return refuse(CodeFetchFailed, "the image could not be downloaded within the time limit")
+	}
+	return refuse(CodeFetchFailed, "the image could not be downloaded: %s", shortReason(err))
+}
+
+func shortReason(err error) string {
+	var cert *tls.CertificateVerificationError
+	if errors.As(err, &cert) {
+		return "the server's TLS certificate is not valid for this host"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// Sniff judges bytes by their content: JPEG, PNG or WebP that decode, of
+// usable dimensions.
+func Sniff(b []byte) (Image, error) {
+	var ct, ext string
+	switch {
+	case bytes.HasPrefix(b, []byte{0xFF, 0xD8, 0xFF}):
+		ct, ext = "image/jpeg", "jpg"
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		ct, ext = "image/png", "png"
+	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		ct, ext = "image/webp", "webp"
+	default:
+		return Image{}, refuse(CodeUnsupportedType, "the image must be a JPEG, PNG or WebP file")
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil || (format != "jpeg" && format != "png" && format != "webp") {
+		return Image{}, refuse(CodeUnsupportedType, "the image could not be read as a JPEG, PNG or WebP file")
+	}
+	w, h := cfg.Width, cfg.Height
+	long, short := max(w, h), min(w, h)
+	if short < MinSide || long > MaxSide || long > MaxAspect*short {
+		return Image{}, refuse(CodeDimensions, "the image is %dx%d; each side must be %d to %d pixels and the longer side at most %d times the shorter",
+			w, h, MinSide, MaxSide, MaxAspect)
+	}
+	return Image{Bytes: b, ContentType: ct, Ext: ext, Width: w, Height: h}, nil
+}
