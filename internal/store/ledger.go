@@ -34,6 +34,9 @@ const (
 	EntryCharge    = "charge"
 	EntryRefund    = "refund"
 	EntryGrant     = "grant"
+	// EntryPayment credits a pay-per-call payment to the paying wallet's
+	// account; the render it bought holds its price from there.
+	EntryPayment = "payment"
 )
 
 var (
@@ -93,24 +96,29 @@ func (s *Store) EnsureHumanAccount(ctx context.Context, id, name string, freeCre
 func (s *Store) WalletAccount(ctx context.Context, network, address string, freeCredit money.Micros) (Account, error) {
 	var acct Account
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		id := NewID("acct")
-		var got string
-		err := tx.QueryRow(ctx, `
-			INSERT INTO accounts (id, kind, network, wallet_address) VALUES ($1, 'wallet', $2, $3)
-			ON CONFLICT (network, wallet_address) WHERE kind = 'wallet' DO UPDATE SET network = EXCLUDED.network
-			RETURNING id`, id, network, address).Scan(&got)
-		if err != nil {
-			return err
-		}
-		if freeCredit > 0 {
-			if _, err := grantTx(ctx, tx, got, EntryFreeGrant, freeCredit, "free-credit/"+got, "new wallet account"); err != nil {
-				return err
-			}
-		}
-		acct, err = scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, got))
+		var err error
+		acct, err = walletAccountTx(ctx, tx, network, address, freeCredit)
 		return err
 	})
 	return acct, err
+}
+
+func walletAccountTx(ctx context.Context, tx pgx.Tx, network, address string, freeCredit money.Micros) (Account, error) {
+	id := NewID("acct")
+	var got string
+	err := tx.QueryRow(ctx, `
+		INSERT INTO accounts (id, kind, network, wallet_address) VALUES ($1, 'wallet', $2, $3)
+		ON CONFLICT (network, wallet_address) WHERE kind = 'wallet' DO UPDATE SET network = EXCLUDED.network
+		RETURNING id`, id, network, address).Scan(&got)
+	if err != nil {
+		return Account{}, err
+	}
+	if freeCredit > 0 {
+		if _, err := grantTx(ctx, tx, got, EntryFreeGrant, freeCredit, "free-credit/"+got, "new wallet account"); err != nil {
+			return Account{}, err
+		}
+	}
+	return scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, got))
 }
 
 // Account reads one account.
