@@ -23,7 +23,9 @@ type Deps struct {
 	Deltas  activities.DeltaSink
 	// Facilitator settles x402 payments (nil when payments are off).
 	Facilitator x402.Facilitator
-	Log         *slog.Logger
+	// Renders renders pay-per-call files (nil when pay-per-call is off).
+	Renders *activities.Renders
+	Log     *slog.Logger
 }
 
 // Worker polls every task queue of the platform.
@@ -49,7 +51,17 @@ func New(c client.Client, d Deps) *Worker {
 	pay.RegisterWorkflow(workflows.TopUp)
 	pay.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
 
-	return &Worker{workers: []sdkworker.Worker{sys, pipes, pay}}
+	workers := []sdkworker.Worker{sys, pipes, pay}
+	if d.Renders != nil {
+		// Renders settle payments too, so the settlement activity is on
+		// their queue as well.
+		rw := sdkworker.New(c, workflows.RenderQueue, sdkworker.Options{})
+		rw.RegisterWorkflow(workflows.Render)
+		rw.RegisterActivity(d.Renders)
+		rw.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
+		workers = append(workers, rw)
+	}
+	return &Worker{workers: workers}
 }
 
 // Start begins polling on every queue.

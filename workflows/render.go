@@ -1,0 +1,188 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"conduit/activities"
+	"conduit/internal/store"
+	"conduit/internal/x402"
+)
+
+// RenderQueue carries pay-per-call renders.
+const RenderQueue = "renders"
+
+// AdmissionUpdate is the update the frontend starts a render with and
+// waits on: it completes once the payment is settled (or refused) and the
+// run is recorded, so the caller learns at once whether it bought
+// anything.
+const AdmissionUpdate = "admission"
+
+// RenderWorkflowID is the workflow of one run.
+func RenderWorkflowID(runID string) string { return "render/" + runID }
+
+// LateNote is the run's note once its render outlasted the deadline.
+const LateNote = "The render is taking longer than usual; it is still being collected and this run will finish on its own. Poll statusUrl; retry is not possible meanwhile."
+
+// RenderInput is one pay-per-call run: paid (Payment set) or a retry of a
+// failed run (RetryOf set).
+type RenderInput struct {
+	Run store.NewMediaRun
+
+	Payment      *x402.PaymentPayload
+	Requirements x402.PaymentRequirements
+	Resource     string
+
+	RetryOf string
+
+	// Deadline is when the render counts as late; Collect is how long a
+	// late render is still waited for.
+	Deadline         time.Duration
+	Collect          time.Duration
+	HeartbeatTimeout time.Duration
+}
+
+// Admission is the frontend's answer: accepted with the run, or why not.
+type Admission struct {
+	Accepted bool
+	Run      store.MediaRun
+	// Payment refusals (402 with the challenge).
+	PaymentReason  string
+	PaymentMessage string
+	// Retry refusals (409 or 402).
+	Retry *store.RetryRefusal
+}
+
+var renders *activities.Renders
+
+// Render settles the payment (paid runs), records the run, renders the
+// file and records the outcome with its money: the price is captured on
+// success and released on failure, so a failed render is never charged.
+func Render(ctx workflow.Context, in RenderInput) error {
+	var admission *Admission
+	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context) (Admission, error) {
+		err := workflow.Await(ctx, func() bool { return admission != nil })
+		if admission == nil {
+			return Admission{}, err
+		}
+		return *admission, err
+	}); err != nil {
+		return err
+	}
+	// Let the admission update read its answer before the workflow ends.
+	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
+
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
+	})
+	adm, err := admit(short, in)
+	if err != nil {
+		return err
+	}
+	admission = &adm
+	if !adm.Accepted {
+		return nil
+	}
+
+	res := store.MediaResult{RunID: in.Run.RunID}
+	late, rendered, renderErr := render(ctx, short, in)
+	switch {
+	case renderErr == nil:
+		res.Status, res.FileKey = "success", rendered.FileKey
+	default:
+		res.Status, res.Reason, res.FailedStep, res.Error = "error", activities.ReasonRenderFailed, "render", renderErr.Error()
+		if late {
+			// It outlasted its deadline and then produced nothing.
+			res.Status = "partial"
+		}
+		var app *temporal.ApplicationError
+		if errors.As(renderErr, &app) {
+			res.Error = app.Message()
+			if app.Type() == activities.ReasonPromptRefused {
+				res.Reason = activities.ReasonPromptRefused
+			}
+			var step string
+			if app.Details(&step) == nil && step != "" {
+				res.FailedStep = step
+			}
+		}
+		res.Message = failureMessage(res.Reason)
+	}
+	res.FinishedAt = workflow.Now(ctx)
+	return workflow.ExecuteActivity(short, renders.Finish, res).Get(short, nil)
+}
+
+// admit settles the payment and opens the run, or opens the retry.
+func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
+	if in.RetryOf != "" {
+		var opened activities.OpenedRetry
+		if err := workflow.ExecuteActivity(ctx, renders.OpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: in.Run}).Get(ctx, &opened); err != nil {
+			return Admission{}, err
+		}
+		if opened.Refusal != nil {
+			return Admission{Retry: opened.Refusal}, nil
+		}
+		return Admission{Accepted: true, Run: opened.Run}, nil
+	}
+	var settled activities.SettleOutcome
+	if err := workflow.ExecuteActivity(ctx, payments.Settle, activities.SettleInput{
+		Payment: *in.Payment, Requirements: in.Requirements, Amount: in.Run.Price, Resource: in.Resource,
+	}).Get(ctx, &settled); err != nil {
+		return Admission{}, err
+	}
+	if !settled.Success {
+		return Admission{PaymentReason: settled.Reason, PaymentMessage: settled.Message}, nil
+	}
+	n := in.Run
+	n.Transaction, n.Paid = settled.Transaction, in.Run.Price
+	var run store.MediaRun
+	if err := workflow.ExecuteActivity(ctx, renders.OpenPaid, n).Get(ctx, &run); err != nil {
+		return Admission{}, err
+	}
+	return Admission{Accepted: true, Run: run}, nil
+}
+
+// render runs the render activity; past the deadline it notes the run as
+// late and keeps collecting.
+func render(ctx, short workflow.Context, in RenderInput) (late bool, out activities.Rendered, err error) {
+	// The deadline plus the collection window bounds the render as a
+	// whole, across attempts: a worker lost mid-render costs its attempt,
+	// not extra time.
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ScheduleToCloseTimeout: in.Deadline + in.Collect,
+		StartToCloseTimeout:    in.Deadline + in.Collect,
+		HeartbeatTimeout:       in.HeartbeatTimeout,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3},
+	})
+	fut := workflow.ExecuteActivity(actx, renders.Render, activities.RenderJob{RunID: in.Run.RunID, Kind: in.Run.Kind, Request: in.Run.Request})
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	deadline := workflow.NewTimer(timerCtx, in.Deadline)
+	done := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(fut, func(workflow.Future) { done = true })
+	sel.AddFuture(deadline, func(f workflow.Future) {
+		if f.Get(ctx, nil) == nil {
+			late = true
+		}
+	})
+	sel.Select(ctx)
+	if !done && late {
+		if err := workflow.ExecuteActivity(short, renders.MarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
+			return late, out, err
+		}
+	}
+	err = fut.Get(ctx, &out)
+	return late, out, err
+}
+
+func failureMessage(reason string) string {
+	if reason == activities.ReasonPromptRefused {
+		return "The model declined this prompt and nothing was charged; change the prompt and POST to retryUrl for one free retry."
+	}
+	return "The render did not finish and nothing was charged; POST to retryUrl to render again on the credit this payment left."
+}
