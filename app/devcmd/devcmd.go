@@ -5,10 +5,14 @@ package devcmd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,8 +21,10 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"conduit/app"
+	"conduit/frontend"
 	"conduit/internal/config"
 	"conduit/internal/devstack"
+	"conduit/internal/devstack/apt"
 	"conduit/internal/payments"
 )
 
@@ -66,6 +72,10 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err := localPayments(cfg, dataDir); err != nil {
 		return err
 	}
+	if err := localMedia(cfg, dataDir); err != nil {
+		return err
+	}
+	renderTools(cfg, env.Log)
 
 	p, err := app.Open(ctx, cfg, env.Log)
 	if err != nil {
@@ -94,6 +104,9 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 	fmt.Fprintf(w, "  dev API key   %s   (also in %s)\n", key, filepath.Join(dataDir, KeyFile))
 	if pay := p.Payments; pay.Enabled() && pay.Chain != nil {
 		fmt.Fprintf(w, "  x402 top-up   %s%s on %s (local network, token %s)\n", env.Config.BaseURL(), payments.TopUpPath, pay.Network, pay.Chain.Token.Hex())
+		if p.Media.Err == nil {
+			fmt.Fprintf(w, "  x402 video    %s%s (GET for the menu)\n", env.Config.BaseURL(), frontend.VideoPath)
+		}
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
 }
@@ -135,5 +148,52 @@ func localPayments(cfg *config.Config, dataDir string) error {
 		return err
 	}
 	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", strings.TrimSpace(string(b))
+	return nil
+}
+
+// renderTools makes sure the embedded renderers' programs are there,
+// installing them like PostgreSQL when allowed; without them the platform
+// still starts, and renders fail uncharged.
+func renderTools(cfg *config.Config, log *slog.Logger) {
+	if _, err := exec.LookPath(cfg.Media.FFmpeg); err == nil {
+		return
+	}
+	if cfg.Dev.InstallPostgres {
+		err := apt.Install(log, "ffmpeg", "espeak-ng", "fonts-dejavu-core")
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, apt.ErrCannot) {
+			log.Warn("installing the renderers' packages failed", "err", err)
+		}
+	}
+	log.Warn("ffmpeg was not found: pay-per-call renders will fail (uncharged) until it is installed (Debian/Ubuntu: apt-get install ffmpeg espeak-ng fonts-dejavu-core)")
+}
+
+// localMedia gives pay-per-call its signing secret (kept in the data folder
+// so claim tickets and file URLs survive restarts) and keeps rendered files
+// in the data folder, unless configured otherwise.
+func localMedia(cfg *config.Config, dataDir string) error {
+	if cfg.Media.Blob.Backend == "local" && cfg.Media.Blob.Dir == "" {
+		cfg.Media.Blob.Dir = filepath.Join(dataDir, "blobs")
+	}
+	if cfg.Media.Secret != "" {
+		return nil
+	}
+	path := filepath.Join(dataDir, "media-secret")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		buf := make([]byte, 32)
+		if _, err := rand.Read(buf); err != nil {
+			return err
+		}
+		b = []byte(hex.EncodeToString(buf))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	cfg.Media.Secret = strings.TrimSpace(string(b))
 	return nil
 }

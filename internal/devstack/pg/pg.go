@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +24,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"conduit/internal/devstack/apt"
 )
 
 // Options describes a throwaway-but-persistent cluster.
@@ -187,7 +188,7 @@ func initdb(ctx context.Context, bin, dir, password string, cred *syscall.Creden
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("initdb failed: %s", lastLine(out, err))
+		return fmt.Errorf("initdb failed: %s", apt.LastLine(out, err))
 	}
 	return nil
 }
@@ -197,7 +198,7 @@ func waitReady(ctx context.Context, url string, p *Cluster, logBuf *bytes.Buffer
 	for {
 		select {
 		case <-p.done:
-			return fmt.Errorf("PostgreSQL exited at start-up (%v): %s", p.exitErr, lastLine(logBuf.Bytes(), nil))
+			return fmt.Errorf("PostgreSQL exited at start-up (%v): %s", p.exitErr, apt.LastLine(logBuf.Bytes(), nil))
 		default:
 		}
 		c, err := pgx.Connect(ctx, url)
@@ -239,19 +240,13 @@ func postgresBinDir(install bool, log *slog.Logger) (string, error) {
 	if dir := findPostgresBinDir(); dir != "" {
 		return dir, nil
 	}
-	if install && os.Geteuid() == 0 && runtime.GOOS == "linux" {
-		if _, err := exec.LookPath("apt-get"); err == nil {
-			log.Warn("PostgreSQL server binaries not found; installing the Debian package postgresql (one time)")
-			for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
-				cmd := exec.Command("apt-get", args...)
-				cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-				if out, err := cmd.CombinedOutput(); err != nil {
-					return "", fmt.Errorf("installing PostgreSQL with apt-get failed: %s", lastLine(out, err))
-				}
-			}
-			if dir := findPostgresBinDir(); dir != "" {
-				return dir, nil
-			}
+	if install {
+		err := apt.Install(log, "postgresql")
+		if err != nil && !errors.Is(err, apt.ErrCannot) {
+			return "", fmt.Errorf("installing PostgreSQL: %w", err)
+		}
+		if dir := findPostgresBinDir(); dir != "" {
+			return dir, nil
 		}
 	}
 	return "", errors.New("PostgreSQL server binaries (initdb, postgres) were not found: install them (Debian/Ubuntu: sudo apt-get install postgresql) or point CONDUIT_DATABASE_URL at an existing server")
@@ -361,17 +356,4 @@ func readOrCreateSecret(path string) (string, error) {
 		return "", fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return s, nil
-}
-
-func lastLine(out []byte, err error) string {
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
-		}
-	}
-	if err != nil {
-		return err.Error()
-	}
-	return "no output"
 }
