@@ -38,6 +38,7 @@ type Platform struct {
 	Temporal client.Client
 	Catalog  *models.Catalog
 	Payments *payments.Service
+	Media    *Media
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -59,13 +60,22 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	if pay.Err != nil && cfg.X402.Enabled {
 		log.Warn("x402 is enabled but not ready; the paid endpoints answer 503", "reason", pay.Err)
 	}
+	med, err := openMedia(ctx, cfg)
+	if err != nil {
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
+	if med.Err != nil && pay.Enabled() {
+		log.Warn("pay-per-call is off; the render endpoints answer 503", "reason", med.Err)
+	}
 	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log)
 	if err != nil {
 		pay.Close()
 		st.Close()
 		return nil, err
 	}
-	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay}, nil
+	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}, nil
 }
 
 // Close releases the connections.
@@ -112,13 +122,14 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	if err := temporalx.EnsureSearchAttributes(ctx, p.Temporal, p.Config.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
 		return nil, err
 	}
-	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator, Log: p.Log})
+	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
+		Renders: p.Media.activities(p), Log: p.Log})
 	return w, w.Start()
 }
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
-	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments, Log: p.Log}
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments, Media: p.Media.frontend(p.Config), Log: p.Log}
 }
 
 // Accounts is the account and key service on this platform's store.

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,4 +29,31 @@ func (s *Server) paidRateLimit() gin.HandlerFunc {
 		c.Header("Retry-After", strconv.FormatInt(retry, 10))
 		writeError(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d calls per %s from one address; retry after %d s", rate.Limit, rate.Period, retry))
 	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
+}
+
+// walletLimiter bounds paid calls per paying wallet, whatever address they
+// come from (an agent fleet behind many addresses is still one payer).
+func (s *Server) walletLimiter() *limiter.Limiter {
+	rate, err := limiter.NewRateFromFormatted(s.deps.Config.X402.RateLimit)
+	if err != nil {
+		panic(err) // config.Validate refuses a malformed rate
+	}
+	return limiter.New(memory.NewStore(), rate)
+}
+
+// walletAllowed counts a call against the wallet's limit, answering 429
+// when it is spent.
+func (s *Server) walletAllowed(c *gin.Context, network, payer string) bool {
+	lc, err := s.wallets.Get(context.WithoutCancel(c.Request.Context()), network+"/"+payer)
+	if err != nil {
+		fail(c, err)
+		return false
+	}
+	if !lc.Reached {
+		return true
+	}
+	retry := max(1, lc.Reset-time.Now().Unix())
+	c.Header("Retry-After", strconv.FormatInt(retry, 10))
+	fail(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry))
+	return false
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/ulule/limiter/v3"
 	"go.temporal.io/sdk/client"
 
 	"conduit/internal/accounts"
@@ -31,13 +32,15 @@ type Deps struct {
 	Catalog  *models.Catalog
 	Deltas   *store.DeltaHub
 	Payments *payments.Service
+	Media    Media
 	Log      *slog.Logger
 }
 
 // Server is the API server.
 type Server struct {
-	deps   Deps
-	router *gin.Engine
+	deps    Deps
+	router  *gin.Engine
+	wallets *limiter.Limiter
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -45,6 +48,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
 	s := &Server{deps: d}
+	s.wallets = s.walletLimiter()
 	r := gin.New()
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
@@ -58,6 +62,13 @@ func New(d Deps) *Server {
 
 	r.GET("/healthz", s.health)
 	r.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
+
+	// Pay-per-call: the payment or the claim ticket is the credential.
+	r.GET(VideoPath, s.getVideo)
+	r.POST(VideoPath, s.paidRateLimit(), s.postVideo)
+	r.POST(VideoPath+"/retry", s.paidRateLimit(), s.retryVideo)
+	r.GET(FilesPath+"*key", s.serveFile)
+	r.HEAD(FilesPath+"*key", s.serveFile)
 	if d.Payments.Enabled() && d.Payments.Chain != nil {
 		r.POST("/dev/x402/mint", s.devMint)
 	}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,10 @@ type Env struct {
 	Platform *app.Platform
 	Config   *config.Config
 	Stack    *devstack.Stack
+	// Internet is what the image fetcher reaches (see Internet).
+	Internet *Internet
+	// Studio is the hosted video API the queue renderer reaches.
+	Studio *Studio
 
 	mu     sync.Mutex
 	worker *worker.Worker
@@ -154,6 +159,29 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 	}
 	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", hexutil.Encode(crypto.FromECDSA(key))
 	cfg.X402.Network = "eip155:8453"
+	// Every test calls from 127.0.0.1; the limit itself has its own tests.
+	cfg.X402.RateLimit = "100000-M"
+	// Pay-per-call: a fresh signing secret, files under the test folder,
+	// fast heartbeats so a killed worker's render moves on quickly.
+	cfg.Media.Secret = hexutil.Encode(crypto.Keccak256([]byte(dir)))
+	cfg.Media.Blob.Dir = filepath.Join(dir, "blobs")
+	cfg.Media.HeartbeatTimeout = 3 * time.Second
+	// Two models render at the fake hosted studio, which holds every job
+	// until the test releases it: kine-3.0 on its usual deadline, and
+	// vista-3.1 with a deadline of 2 s (collected for 4 s more), so tests
+	// see late and abandoned renders.
+	studio := newStudio()
+	cleanups = append(cleanups, studio.close)
+	cfg.Media.Queue.BaseURL, cfg.Media.Queue.APIKey, cfg.Media.Queue.PollEvery = studio.URL, StudioKey, 100*time.Millisecond
+	for i, m := range cfg.Media.Video {
+		switch m.ID {
+		case "kine-3.0":
+			cfg.Media.Video[i].Provider, cfg.Media.Video[i].Upstream = "queue", "vendor/kine/v3/text-to-video"
+		case "vista-3.1":
+			cfg.Media.Video[i].Provider, cfg.Media.Video[i].Upstream = "queue", "vendor/vista/v3.1"
+			cfg.Media.Video[i].Deadline = 2 * time.Second
+		}
+	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {
@@ -166,7 +194,12 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 	}
 	cleanups = append(cleanups, p.Close)
 
-	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack}
+	inet, err := newInternet()
+	if err != nil {
+		return nil, cleanup, err
+	}
+	p.Media.Images.Resolver, p.Media.Images.Dial, p.Media.Images.RootCAs = inet, inet.Dial, inet.Pool
+	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio}
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err
 	}

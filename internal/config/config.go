@@ -167,8 +167,9 @@ type Dev struct {
 	PostgresPort   int    `mapstructure:"postgres_port"`
 	TemporalPort   int    `mapstructure:"temporal_port"`
 	TemporalUIPort int    `mapstructure:"temporal_ui_port"`
-	// InstallPostgres lets the dev command apt-get install PostgreSQL when its
-	// binaries are missing and it runs as root on Debian/Ubuntu.
+	// InstallPostgres lets the dev command apt-get install PostgreSQL (and
+	// the renderers' ffmpeg, espeak-ng and fonts) when missing and it runs
+	// as root on Debian/Ubuntu.
 	InstallPostgres bool `mapstructure:"install_postgres"`
 	// TemporalLog is the in-process Temporal server's own log level (off,
 	// error, warn, info, debug); off by default because it is noisy.

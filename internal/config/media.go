@@ -60,6 +60,8 @@ type S3 struct {
 type QueueProvider struct {
 	BaseURL string `mapstructure:"base_url"`
 	APIKey  string `mapstructure:"api_key"`
+	// PollEvery is how often a queued render's status is asked.
+	PollEvery time.Duration `mapstructure:"poll_every"`
 }
 
 // VideoModel is one model on the video menu (spec §4.6.1).
@@ -130,6 +132,7 @@ var mediaDefaults = map[string]any{
 	"media.blob.s3.secret_access_key": "",
 	"media.queue.base_url":            "",
 	"media.queue.api_key":             "",
+	"media.queue.poll_every":          "2s",
 	"media.video": []map[string]any{
 		{"id": "lumen-h3", "label": "Lumen H3", "default": true, "first_frame": false,
 			"note":   "768p, native audio, fewest prompt refusals",
@@ -181,7 +184,7 @@ func (c *Config) validateMedia() []error {
 	if m.Secret != "" && len(m.Secret) < 32 {
 		bad("media.secret (%s_MEDIA_SECRET) must be at least 32 characters", EnvPrefix)
 	}
-	for name, d := range map[string]time.Duration{"ticket_ttl": m.TicketTTL, "heartbeat_timeout": m.HeartbeatTimeout, "keep_alive": m.KeepAlive} {
+	for name, d := range map[string]time.Duration{"ticket_ttl": m.TicketTTL, "heartbeat_timeout": m.HeartbeatTimeout, "keep_alive": m.KeepAlive, "queue.poll_every": m.Queue.PollEvery} {
 		if d <= 0 {
 			bad("media.%s must be a positive duration", name)
 		}

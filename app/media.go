@@ -1,0 +1,124 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"conduit/activities"
+	"conduit/frontend"
+	"conduit/internal/blob"
+	"conduit/internal/config"
+	"conduit/internal/imagefetch"
+	"conduit/internal/media"
+	"conduit/internal/pricing"
+	"conduit/internal/ticket"
+)
+
+// Media is pay-per-call rendering as configured: the catalog, the signers,
+// the blob store and the renderers. When it cannot be offered, Err says
+// why and the endpoints answer 503.
+type Media struct {
+	Err       error
+	Video     *pricing.VideoCatalog
+	Tickets   *ticket.Signer
+	Files     blob.Signer
+	Blob      blob.Store
+	Images    *imagefetch.Fetcher
+	Renderers map[string]media.Renderer
+}
+
+// openMedia builds the media parts. A missing secret disables pay-per-call
+// (Err); a broken blob store or catalog fails the start.
+func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
+	m := &Media{Images: &imagefetch.Fetcher{}}
+	var err error
+	if m.Video, err = pricing.NewVideoCatalog(cfg.Media.Video); err != nil {
+		return nil, err
+	}
+	switch cfg.Media.Blob.Backend {
+	case "s3":
+		s3 := cfg.Media.Blob.S3
+		m.Blob, err = blob.NewS3(ctx, blob.S3Config{
+			Bucket: s3.Bucket, Prefix: s3.Prefix, Region: s3.Region, Endpoint: s3.Endpoint, PathStyle: s3.PathStyle,
+			AccessKeyID: s3.AccessKeyID, SecretAccessKey: s3.SecretAccessKey,
+		})
+	default:
+		dir := cfg.Media.Blob.Dir
+		if dir == "" {
+			dir = filepath.Join(cfg.Dev.DataDir, "blobs")
+		}
+		m.Blob, err = blob.NewLocal(dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the blob store could not open: %w", err)
+	}
+	m.Renderers, err = renderers(cfg.Media)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Media.Ready(); err != nil {
+		m.Err = err
+		return m, nil
+	}
+	secret := []byte(cfg.Media.Secret)
+	if m.Tickets, err = ticket.New(secret, cfg.Media.TicketTTL); err != nil {
+		return nil, err
+	}
+	// File URLs get their own key, derived, so a ticket can never pass for
+	// a file signature or the other way round.
+	if m.Files, err = blob.NewSigner(append([]byte("files/"), secret...)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// renderers maps every video model to its renderer: the local ffmpeg
+// renderer with the model's content filter, or the hosted queue API.
+func renderers(cfg config.Media) (map[string]media.Renderer, error) {
+	filters := map[string]*media.Filter{}
+	upstream := map[string]string{}
+	for _, v := range cfg.Video {
+		f, err := media.NewFilter(v.Refuse)
+		if err != nil {
+			return nil, fmt.Errorf("media.video %s: %w", v.ID, err)
+		}
+		filters[v.ID] = f
+		if v.Provider == "queue" {
+			upstream[v.ID] = v.Upstream
+		}
+	}
+	local := &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters}
+	queue := &media.QueueVideo{BaseURL: cfg.Queue.BaseURL, APIKey: cfg.Queue.APIKey, PollEvery: cfg.Queue.PollEvery, Models: upstream, Filters: filters}
+	out := map[string]media.Renderer{}
+	for _, v := range cfg.Video {
+		if v.Provider == "queue" {
+			out[v.ID] = queue
+		} else {
+			out[v.ID] = local
+		}
+	}
+	return out, nil
+}
+
+// frontendMedia is the frontend's view.
+func (m *Media) frontend(cfg *config.Config) frontend.Media {
+	return frontend.Media{
+		Err: m.Err, Video: m.Video, Tickets: m.Tickets, Files: m.Files, Blob: m.Blob, Images: m.Images,
+		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive,
+	}
+}
+
+// activities is the worker's render activities (nil when off).
+func (m *Media) activities(p *Platform) *activities.Renders {
+	if m.Err != nil {
+		return nil
+	}
+	base := p.Config.BaseURL()
+	return &activities.Renders{
+		Store: p.Store, Blob: m.Blob, Renderers: m.Renderers,
+		FileURL:        func(key string) string { return base + frontend.FilesPath + key + "?c=" + m.Files.Sign(key) },
+		HeartbeatEvery: min(5*time.Second, p.Config.Media.HeartbeatTimeout/3),
+	}
+}
