@@ -230,7 +230,7 @@ var defaults = map[string]any{
 // for their role (see Validate and ValidateProduction).
 func Load(path string) (*Config, error) {
 	v := viper.New()
-	for _, m := range []map[string]any{defaults, mediaDefaults} {
+	for _, m := range []map[string]any{defaults, mediaDefaults, audioDefaults} {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -311,6 +311,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateMedia()...)
+	errs = append(errs, c.validateAudio()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

@@ -32,8 +32,10 @@ type Media struct {
 	Blob   Blob   `mapstructure:"blob"`
 	// Queue is a hosted video API speaking the queue protocol
 	// (submit / status / result); models with provider "queue" use it.
-	Queue QueueProvider `mapstructure:"queue"`
-	Video []VideoModel  `mapstructure:"video"`
+	Queue  QueueProvider `mapstructure:"queue"`
+	Video  []VideoModel  `mapstructure:"video"`
+	Speech Speech        `mapstructure:"speech"`
+	Music  Music         `mapstructure:"music"`
 }
 
 // Blob selects where rendered files and fetched images are kept.

@@ -71,7 +71,7 @@ func (c *VideoCatalog) Menu(endpoint, purchases string) VideoMenu {
 		HowToBuy: HowToBuy{
 			Method: "POST " + endpoint,
 			Body:   map[string]any{"prompt": "a paper boat sailing down a rainy street, cinematic", "seconds": 5, "aspectRatio": "16:9"},
-			Note:   "The first call answers 402 with a Payment-Required challenge quoting the exact price; pay it and send the same request again with the payment-signature header. Nothing is settled for a request that fails validation.",
+			Note:   howToBuyNote,
 		},
 		Fields: map[string]string{
 			"prompt":      fmt.Sprintf("required; what the clip shows, 1 to %d characters", MaxPromptChars),
@@ -81,10 +81,9 @@ func (c *VideoCatalog) Menu(endpoint, purchases string) VideoMenu {
 			"image_url":   "optional; public https URL of a JPEG, PNG or WebP up to 10 MB, fetched within 4 seconds; becomes the first frame",
 			"async":       "optional; true answers at once with the run's statusUrl instead of waiting",
 		},
-		Limits: VideoLimits{MaxPromptChars: MaxPromptChars, Seconds: c.Lengths(), AspectRatio: config.AspectRatios},
-		Delivery: "A paid call answers 200 at once with an X-Status-Url header, sends a whitespace byte every 2 seconds while the clip renders, then one JSON run record whose video field is the file's URL (use it exactly as given). " +
-			"Prefer: wait=N (at most 720) bounds the wait; async true or Prefer: respond-async answers at once. Poll the statusUrl for a run still rendering. A failed render is never charged and carries a retryUrl for one free retry.",
-		AlreadyPaid: "Every purchase stays collectable at its statusUrl; the wallet that paid can list them all, with fresh statusUrls, by signing in at GET " + purchases + ". Sending the same request again from the same wallet when the finished file never reached you returns that file without taking the new payment.",
+		Limits:      VideoLimits{MaxPromptChars: MaxPromptChars, Seconds: c.Lengths(), AspectRatio: config.AspectRatios},
+		Delivery:    delivery("clip", "video"),
+		AlreadyPaid: alreadyPaid(purchases),
 	}
 	for _, mod := range c.Models {
 		mm := MenuModel{ID: mod.ID, Label: mod.Label, Default: mod.Default, FirstFrame: mod.FirstFrame, Note: mod.Note}
@@ -95,6 +94,149 @@ func (c *VideoCatalog) Menu(endpoint, purchases string) VideoMenu {
 			}
 		}
 		m.Models = append(m.Models, mm)
+		m.Limits.Model = append(m.Limits.Model, mod.ID)
+	}
+	return m
+}
+
+const howToBuyNote = "The first call answers 402 with a Payment-Required challenge quoting the exact price; pay it and send the same request again with the payment-signature header. Nothing is settled for a request that fails validation."
+
+// delivery says how a paid call answers; field is the record's file URL.
+func delivery(what, field string) string {
+	return "A paid call answers 200 at once with an X-Status-Url header, sends a whitespace byte every 2 seconds while the " + what + " renders, then one JSON run record whose " + field + " field is the file's URL (use it exactly as given). " +
+		"Prefer: wait=N (at most 720) bounds the wait; async true or Prefer: respond-async answers at once. Poll the statusUrl for a run still rendering. A failed render is never charged and carries a retryUrl for one free retry."
+}
+
+func alreadyPaid(purchases string) string {
+	return "Every purchase stays collectable at its statusUrl; the wallet that paid can list them all, with fresh statusUrls, by signing in with the wallet (Sign-In-With-X) at GET " + purchases + ". Sending the same request again from the same wallet when the finished file never reached you returns that file without taking the new payment."
+}
+
+// AudioMenuModel is a speech or music model on its menu.
+type AudioMenuModel struct {
+	ID      string      `json:"id"`
+	Label   string      `json:"label"`
+	Default bool        `json:"default"`
+	Note    string      `json:"note"`
+	Prices  []MenuPrice `json:"prices,omitempty"`
+}
+
+// MenuVoice is a voice on the speech menu.
+type MenuVoice struct {
+	ID              string   `json:"id"`
+	Description     string   `json:"description"`
+	Language        string   `json:"language"`
+	Default         bool     `json:"default"`
+	PriceMultiplier *float64 `json:"priceMultiplier,omitempty"`
+}
+
+// SpeechMenu is the answer of GET /api/x402/speech without a query (§2.7).
+type SpeechMenu struct {
+	Service     string            `json:"service"`
+	Description string            `json:"description"`
+	HowToBuy    HowToBuy          `json:"howToBuy"`
+	Pricing     string            `json:"pricing"`
+	Fields      map[string]string `json:"fields"`
+	Models      []AudioMenuModel  `json:"models"`
+	Voices      []MenuVoice       `json:"voices"`
+	Limits      struct {
+		MaxTextChars int `json:"maxTextChars"`
+	} `json:"limits"`
+	Delivery    string `json:"delivery"`
+	AlreadyPaid string `json:"alreadyPaid"`
+}
+
+// Menu builds the speech menu.
+func (c *SpeechCatalog) Menu(endpoint, purchases string) SpeechMenu {
+	m := SpeechMenu{
+		Service:     "Pay-per-speech",
+		Description: "Text-to-speech as an MP3, paid per request with an x402 stablecoin payment: no account and no API key.",
+		HowToBuy: HowToBuy{
+			Method: "POST " + endpoint,
+			Body:   map[string]any{"text": "Welcome aboard. [pause] Please keep your seatbelt fastened.", "voice": c.defaultVoice()},
+			Note:   howToBuyNote,
+		},
+		Pricing: fmt.Sprintf("%s USD per 1,000 characters of text, rounded up to the cent, at least %s USD; a voice with priceMultiplier costs that multiple; at most %s USD per request.",
+			c.Per1000, c.Min, c.Max),
+		Fields: map[string]string{
+			"text":  fmt.Sprintf("required; what to say, 1 to %d characters (the price is by characters)", c.MaxChars),
+			"voice": "optional; a voices[].id (default: the voice flagged default)",
+			"model": "optional; a models[].id (default: the model flagged default)",
+			"async": "optional; true answers at once with the run's statusUrl instead of waiting",
+		},
+		Delivery:    delivery("speech", "audio"),
+		AlreadyPaid: alreadyPaid(purchases),
+	}
+	m.Limits.MaxTextChars = c.MaxChars
+	for _, mod := range c.Models {
+		m.Models = append(m.Models, AudioMenuModel{ID: mod.ID, Label: mod.Label, Default: mod.Default, Note: mod.Note})
+	}
+	for _, v := range c.Voices {
+		mv := MenuVoice{ID: v.ID, Description: v.Description, Language: v.Language, Default: v.Default}
+		if v.Multiplier != money.USD {
+			f := float64(v.Multiplier) / float64(money.USD)
+			mv.PriceMultiplier = &f
+		}
+		m.Voices = append(m.Voices, mv)
+	}
+	return m
+}
+
+func (c *SpeechCatalog) defaultVoice() string {
+	v, _ := c.Voice("")
+	return v.ID
+}
+
+// MusicOffer is one model and length on sale.
+type MusicOffer struct {
+	Model    string       `json:"model"`
+	Seconds  int          `json:"seconds"`
+	PriceUSD money.Micros `json:"priceUsd"`
+}
+
+// MusicMenu is the answer of GET /api/x402/music without a query.
+type MusicMenu struct {
+	Service     string            `json:"service"`
+	Description string            `json:"description"`
+	HowToBuy    HowToBuy          `json:"howToBuy"`
+	Fields      map[string]string `json:"fields"`
+	Models      []AudioMenuModel  `json:"models"`
+	Offers      []MusicOffer      `json:"offers"`
+	Limits      struct {
+		MaxPromptChars int      `json:"maxPromptChars"`
+		Seconds        []int    `json:"seconds"`
+		Model          []string `json:"model"`
+	} `json:"limits"`
+	Delivery    string `json:"delivery"`
+	AlreadyPaid string `json:"alreadyPaid"`
+}
+
+// Menu builds the music menu.
+func (c *MusicCatalog) Menu(endpoint, purchases string) MusicMenu {
+	m := MusicMenu{
+		Service:     "Pay-per-music",
+		Description: "An original instrumental track as an MP3, composed from a description of genre, mood, instruments and tempo, paid per request with an x402 stablecoin payment: no account and no API key.",
+		HowToBuy: HowToBuy{
+			Method: "POST " + endpoint,
+			Body:   map[string]any{"prompt": "calm lo-fi hip hop with warm piano, soft drums and bass at 84 bpm", "seconds": 30},
+			Note:   howToBuyNote,
+		},
+		Fields: map[string]string{
+			"prompt":  fmt.Sprintf("required; the track: genre, mood, instruments, tempo (\"at 120 bpm\" or words like slow, upbeat), 1 to %d characters", c.MaxPromptChars),
+			"seconds": fmt.Sprintf("optional; track length, one the model sells (default: %d)", DefaultMusicSeconds),
+			"model":   "optional; a models[].id (default: the model flagged default)",
+			"async":   "optional; true answers at once with the run's statusUrl instead of waiting",
+		},
+		Delivery:    delivery("track", "audio"),
+		AlreadyPaid: alreadyPaid(purchases),
+	}
+	m.Limits.MaxPromptChars, m.Limits.Seconds = c.MaxPromptChars, c.Lengths()
+	for _, mod := range c.Models {
+		am := AudioMenuModel{ID: mod.ID, Label: mod.Label, Default: mod.Default, Note: mod.Note}
+		for _, p := range mod.Prices {
+			am.Prices = append(am.Prices, MenuPrice{Seconds: p.Seconds, PriceUSD: p.Price})
+			m.Offers = append(m.Offers, MusicOffer{Model: mod.ID, Seconds: p.Seconds, PriceUSD: p.Price})
+		}
+		m.Models = append(m.Models, am)
 		m.Limits.Model = append(m.Limits.Model, mod.ID)
 	}
 	return m
