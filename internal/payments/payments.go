@@ -144,6 +144,15 @@ func (s *Service) PerCall() money.Micros { return s.TopUp }
 // NetworkID is the first network offered.
 func (s *Service) NetworkID() string { return s.Network }
 
+// Networks lists every network a payment may arrive on (the offers').
+func (s *Service) Networks() []string {
+	var out []string
+	for _, o := range s.Offers {
+		out = append(out, o.Network)
+	}
+	return out
+}
+
 // Minted says where test tokens were credited.
 type Minted struct {
 	Network     string

@@ -103,6 +103,11 @@ func (s *Store) WalletAccount(ctx context.Context, network, address string, free
 	return acct, err
 }
 
+// FindWalletAccount reads the wallet's account without creating it.
+func (s *Store) FindWalletAccount(ctx context.Context, network, address string) (Account, error) {
+	return scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE kind = 'wallet' AND network = $1 AND wallet_address = $2`, network, address))
+}
+
 func walletAccountTx(ctx context.Context, tx pgx.Tx, network, address string, freeCredit money.Micros) (Account, error) {
 	id := NewID("acct")
 	var got string

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNonceUsed: a sign-in nonce was presented a second time.
+var ErrNonceUsed = errors.New("nonce already used")
+
+// ErrNonceExpired: a sign-in nonce outlived its challenge.
+var ErrNonceExpired = errors.New("nonce expired")
+
+// IssueNonce records a sign-in challenge's nonce until expires (and
+// forgets nonces that expired a day ago: they can only be refused).
+func (s *Store) IssueNonce(ctx context.Context, nonce string, expires time.Time) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM siwx_nonces WHERE expires_at < now() - interval '1 day'`); err != nil {
+		return err
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO siwx_nonces (nonce, expires_at) VALUES ($1, $2)`, nonce, expires)
+	return err
+}
+
+// UseNonce spends a nonce once: ErrNotFound for one never issued (or long
+// forgotten), ErrNonceUsed for a second use, ErrNonceExpired after expiry.
+func (s *Store) UseNonce(ctx context.Context, nonce string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE siwx_nonces SET used_at = now() WHERE nonce = $1 AND used_at IS NULL AND expires_at > now()`, nonce)
+	if err != nil || tag.RowsAffected() == 1 {
+		return err
+	}
+	var used *time.Time
+	err = s.pool.QueryRow(ctx, `SELECT used_at FROM siwx_nonces WHERE nonce = $1`, nonce).Scan(&used)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ErrNotFound
+	case err != nil:
+		return err
+	case used != nil:
+		return ErrNonceUsed
+	}
+	return ErrNonceExpired
+}
+
+// PaymentsByPayer lists a wallet's settled payments for resource (the
+// top-ups), newest first. EVM addresses compare case-insensitively.
+func (s *Store) PaymentsByPayer(ctx context.Context, network, payer, resource string, limit int) ([]Payment, error) {
+	return queryList(ctx, s, func(row pgx.Row) (Payment, error) {
+		var p Payment
+		err := row.Scan(&p.Network, &p.Transaction, &p.Payer, &p.Nonce, &p.Amount, &p.Resource, &p.AccountID, &p.SettledAt)
+		return p, err
+	}, `SELECT network, transaction, payer, nonce, amount_micros, resource, account_id, settled_at FROM payments
+		WHERE network = $1 AND (payer = $2 OR (network LIKE 'eip155:%' AND lower(payer) = lower($2))) AND resource = $3
+		ORDER BY settled_at DESC LIMIT $4`, network, payer, resource, limit)
+}
