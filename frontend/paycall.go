@@ -36,6 +36,8 @@ type Media struct {
 	// Err says why pay-per-call is off (nil when it is on).
 	Err     error
 	Video   *pricing.VideoCatalog
+	Speech  *pricing.SpeechCatalog
+	Music   *pricing.MusicCatalog
 	Tickets *ticket.Signer
 	Files   blob.Signer
 	Blob    blob.Store
@@ -63,6 +65,55 @@ type mediaKind struct {
 	fields func(rec gin.H, r store.MediaRun)
 	// deadline is the render deadline of a request.
 	deadline func(store.MediaRequest) time.Duration
+	// textField is the request field a retry may change (prompt or
+	// text), at most maxText characters; setText puts it in a request.
+	textField string
+	maxText   int
+	setText   func(*store.MediaRequest, string)
+	// reprice prices a changed request (nil: the price stays).
+	reprice func(store.MediaRequest) money.Micros
+	// outputs and failedStep say whether the record carries them (video).
+	outputs, failedStep bool
+	// menu is the answer of GET without a query; order reads and checks
+	// a POST's body and prices it.
+	menu  func() any
+	order func(*gin.Context) (order, error)
+}
+
+// mediaKinds are the kinds on sale.
+func (s *Server) mediaKinds() []mediaKind {
+	return []mediaKind{s.videoKind(), s.speechKind(), s.musicKind()}
+}
+
+// getMedia: GET <kind endpoint> — the menu without a query, else the run
+// its claim ticket opens.
+func (s *Server) getMedia(k mediaKind) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !s.payPerCallReady(c) {
+			return
+		}
+		if len(c.Request.URL.Query()) == 0 {
+			c.JSON(http.StatusOK, k.menu())
+			return
+		}
+		s.pollMediaRun(c, k)
+	}
+}
+
+// postMedia: POST <kind endpoint>. Everything that can refuse the request
+// is checked before the payment is even looked at.
+func (s *Server) postMedia(k mediaKind) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !s.payPerCallReady(c) {
+			return
+		}
+		o, err := k.order(c)
+		if err != nil {
+			fail(c, err)
+			return
+		}
+		s.sell(c, o)
+	}
 }
 
 // payPerCallReady answers 503 unless payments and media are configured.
@@ -408,8 +459,8 @@ func (s *Server) record(k mediaKind, r store.MediaRun) gin.H {
 	case r.Status == "success":
 		u := s.fileURL(r.FileKey)
 		rec[k.fileField] = u
-		if k.name == "video" {
-			rec["outputs"] = gin.H{"video": u}
+		if k.outputs {
+			rec["outputs"] = gin.H{k.fileField: u}
 		}
 	case r.Status == "running":
 		rec["pollAfterMs"] = pollAfter.Milliseconds()
@@ -419,7 +470,7 @@ func (s *Server) record(k mediaKind, r store.MediaRun) gin.H {
 		}
 	case r.Failed():
 		rec["reason"], rec["error"], rec["message"], rec["balanceUsd"] = r.Reason, r.Error, r.Message, r.Balance
-		if k.name == "video" && r.FailedStep != "" {
+		if k.failedStep && r.FailedStep != "" {
 			rec["failedStep"] = r.FailedStep
 		}
 		rec["retryable"] = r.RetriedBy == ""
@@ -492,10 +543,40 @@ func (s *Server) pollMediaRun(c *gin.Context, k mediaKind) {
 	s.answer(c, k, run.RunID, wait, nil)
 }
 
-// retry: POST <kind endpoint>/retry?runId=&token= renders a failed run
-// again on the wallet's balance; change edits the request as the body
-// asks (a new prompt or text).
-func (s *Server) retryMediaRun(c *gin.Context, k mediaKind, change func(*store.MediaRequest) bool, async bool) {
+// retryRequest is the optional body of a retry: a new prompt or text
+// (whichever the kind renders from) and async.
+type retryRequest struct {
+	Prompt *string `json:"prompt"`
+	Text   *string `json:"text"`
+	Async  *bool   `json:"async"`
+}
+
+// retryMediaRun: POST <kind endpoint>/retry?runId=&token= renders a
+// failed run again, as sold but for an optional new prompt or text, on
+// the paying wallet's balance.
+func (s *Server) retryMediaRun(c *gin.Context, k mediaKind) {
+	if !s.payPerCallReady(c) {
+		return
+	}
+	var body retryRequest
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &body); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	text, other := body.Prompt, body.Text
+	if k.textField == "text" {
+		text, other = body.Text, body.Prompt
+	}
+	if other != nil {
+		fail(c, errorf(http.StatusBadRequest, "this retry takes %s, not %s", k.textField, map[bool]string{true: "prompt", false: "text"}[k.textField == "text"]))
+		return
+	}
+	if _, err := checkText(k.textField, text, false, k.maxText); err != nil {
+		fail(c, err)
+		return
+	}
 	old, ok := s.claimedRun(c, k)
 	if !ok {
 		return
@@ -504,15 +585,18 @@ func (s *Server) retryMediaRun(c *gin.Context, k mediaKind, change func(*store.M
 		s.retryRefused(c, k, old, &store.RetryRefusal{Why: why, RetriedBy: old.RetriedBy})
 		return
 	}
-	req := old.Request
-	if !change(&req) {
-		return
+	req, price := old.Request, old.Price
+	if text != nil {
+		k.setText(&req, *text)
+		if k.reprice != nil {
+			price = k.reprice(req)
+		}
 	}
 	runID := newRunID(time.Now())
 	in := workflows.RenderInput{
 		Run: store.NewMediaRun{
 			RunID: runID, Kind: k.name, Request: req, RequestHash: requestHash(k.name, req),
-			Price: old.Price, StartedAt: time.Now().UTC(),
+			Price: price, StartedAt: time.Now().UTC(),
 		},
 		RetryOf: old.RunID,
 	}
@@ -524,7 +608,7 @@ func (s *Server) retryMediaRun(c *gin.Context, k mediaKind, change func(*store.M
 		s.retryRefused(c, k, old, adm.Retry)
 		return
 	}
-	s.answer(c, k, runID, s.waitFor(c, k, req, async), nil)
+	s.answer(c, k, runID, s.waitFor(c, k, req, body.Async != nil && *body.Async), nil)
 }
 
 func (s *Server) retryRefused(c *gin.Context, k mediaKind, old store.MediaRun, r *store.RetryRefusal) {

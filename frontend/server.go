@@ -64,9 +64,13 @@ func New(d Deps) *Server {
 	r.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// Pay-per-call: the payment or the claim ticket is the credential.
-	r.GET(VideoPath, s.getVideo)
-	r.POST(VideoPath, s.paidRateLimit(), s.postVideo)
-	r.POST(VideoPath+"/retry", s.paidRateLimit(), s.retryVideo)
+	for _, k := range s.mediaKinds() {
+		r.GET(k.path, s.getMedia(k))
+		r.POST(k.path, s.paidRateLimit(), s.postMedia(k))
+		r.POST(k.path+"/retry", s.paidRateLimit(), func(c *gin.Context) { s.retryMediaRun(c, k) })
+	}
+	// Every challenge stores a nonce: the same per-address limit applies.
+	r.GET(PurchasesPath, s.paidRateLimit(), s.purchases)
 	r.GET(FilesPath+"*key", s.serveFile)
 	r.HEAD(FilesPath+"*key", s.serveFile)
 	if d.Payments.Enabled() && d.Payments.Chain != nil {

@@ -25,7 +25,9 @@ func (s *Server) videoKind() mediaKind {
 	cat := s.deps.Media.Video
 	model := func(r store.MediaRequest) pricing.VideoModel { m, _ := cat.Model(r.Model); return m }
 	return mediaKind{
-		name: "video", path: VideoPath, fileField: "video",
+		name: "video", path: VideoPath, fileField: "video", outputs: true, failedStep: true, order: s.videoOrder,
+		menu:      func() any { return cat.Menu(s.url(VideoPath), s.url(PurchasesPath)) },
+		textField: "prompt", maxText: pricing.MaxPromptChars, setText: func(r *store.MediaRequest, t string) { r.Prompt = t },
 		wait:     func(r store.MediaRequest) time.Duration { return model(r).Wait(r.Seconds) },
 		deadline: func(r store.MediaRequest) time.Duration { return model(r).Deadline(r.Seconds) },
 		fields: func(rec gin.H, r store.MediaRun) {
@@ -48,41 +50,14 @@ type videoRequest struct {
 	Async       *bool    `json:"async"`
 }
 
-// getVideo: GET /api/x402/video — the menu without a query, else the run
-// its claim ticket opens.
-func (s *Server) getVideo(c *gin.Context) {
-	if !s.payPerCallReady(c) {
-		return
+// videoOrder reads and checks a video request (spec §4.6), fetching its
+// image, and prices it.
+func (s *Server) videoOrder(c *gin.Context) (order, error) {
+	var b videoRequest
+	if err := decodeJSON(c, &b); err != nil {
+		return order{}, err
 	}
-	if len(c.Request.URL.Query()) == 0 {
-		c.JSON(http.StatusOK, s.deps.Media.Video.Menu(s.url(VideoPath), s.url("/api/x402/purchases")))
-		return
-	}
-	s.pollMediaRun(c, s.videoKind())
-}
-
-// postVideo: POST /api/x402/video (spec §4.6). Everything that can refuse
-// the request — fields, model, length, the image — is checked before the
-// payment is even looked at.
-func (s *Server) postVideo(c *gin.Context) {
-	if !s.payPerCallReady(c) {
-		return
-	}
-	var body videoRequest
-	if err := decodeJSON(c, &body); err != nil {
-		fail(c, err)
-		return
-	}
-	o, err := s.videoOrder(c, body)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	s.sell(c, o)
-}
-
-func (s *Server) videoOrder(c *gin.Context, b videoRequest) (order, error) {
-	prompt, err := checkPrompt(b.Prompt, true)
+	prompt, err := checkText("prompt", b.Prompt, true, pricing.MaxPromptChars)
 	if err != nil {
 		return order{}, err
 	}
@@ -120,7 +95,7 @@ func (s *Server) videoOrder(c *gin.Context, b videoRequest) (order, error) {
 		return order{}, &APIError{Status: http.StatusBadRequest, Code: "IMAGE_MODEL_MISMATCH", Message: fmt.Sprintf("model %s does not take image_url; leave model out to get the cheapest model that does", model)}
 	case errors.Is(err, pricing.ErrLength):
 		m, _ := s.deps.Media.Video.Model(model)
-		return order{}, errorf(http.StatusBadRequest, "model %s sells %v seconds, not %d", model, lengths(m), seconds)
+		return order{}, errorf(http.StatusBadRequest, "model %s sells %v seconds, not %d", model, lengths(m.Prices), seconds)
 	case errors.Is(err, pricing.ErrNoImageModels):
 		return order{}, errorf(http.StatusBadRequest, "no model takes image_url at %d seconds", seconds)
 	case err != nil:
@@ -140,20 +115,21 @@ func (s *Server) videoOrder(c *gin.Context, b videoRequest) (order, error) {
 	return o, nil
 }
 
-// checkPrompt applies the prompt rules (1 to 2000 characters).
-func checkPrompt(p *string, required bool) (string, error) {
+// checkText applies the rules of a text field (prompt, text): present
+// when required, not blank, at most maxChars characters.
+func checkText(field string, p *string, required bool, maxChars int) (string, error) {
 	if p == nil {
 		if required {
-			return "", errorf(http.StatusBadRequest, "prompt is required")
+			return "", errorf(http.StatusBadRequest, "%s is required", field)
 		}
 		return "", nil
 	}
 	n := utf8.RuneCountInString(*p)
 	switch {
 	case strings.TrimSpace(*p) == "":
-		return "", errorf(http.StatusBadRequest, "prompt must not be empty")
-	case n > pricing.MaxPromptChars:
-		return "", errorf(http.StatusBadRequest, "prompt is %d characters; at most %d are allowed", n, pricing.MaxPromptChars)
+		return "", errorf(http.StatusBadRequest, "%s must not be empty", field)
+	case n > maxChars:
+		return "", errorf(http.StatusBadRequest, "%s is %d characters; at most %d are allowed", field, n, maxChars)
 	}
 	return *p, nil
 }
@@ -166,9 +142,9 @@ func imageError(err error) error {
 	return err
 }
 
-func lengths(m pricing.VideoModel) []int {
+func lengths(prices []pricing.LengthPrice) []int {
 	var out []int
-	for _, p := range m.Prices {
+	for _, p := range prices {
 		out = append(out, p.Seconds)
 	}
 	return out
@@ -180,34 +156,4 @@ func (s *Server) videoMenuModels() []string {
 		out = append(out, m.ID)
 	}
 	return out
-}
-
-// videoRetryRequest is the optional body of a video retry.
-type videoRetryRequest struct {
-	Prompt *string `json:"prompt"`
-	Async  *bool   `json:"async"`
-}
-
-// retryVideo: POST /api/x402/video/retry?runId=&token= (spec §4.8).
-func (s *Server) retryVideo(c *gin.Context) {
-	if !s.payPerCallReady(c) {
-		return
-	}
-	var body videoRetryRequest
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &body); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if _, err := checkPrompt(body.Prompt, false); err != nil {
-		fail(c, err)
-		return
-	}
-	s.retryMediaRun(c, s.videoKind(), func(r *store.MediaRequest) bool {
-		if body.Prompt != nil {
-			r.Prompt = *body.Prompt
-		}
-		return true
-	}, body.Async != nil && *body.Async)
 }

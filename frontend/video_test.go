@@ -29,12 +29,12 @@ import (
 	"conduit/workflows"
 )
 
-// videoChallenge posts body unpaid and decodes the 402's challenge.
-func videoChallenge(t *testing.T, body any) x402.PaymentRequired {
+// challengeFor posts body unpaid to path and decodes the 402's challenge.
+func challengeFor(t *testing.T, path string, body any) x402.PaymentRequired {
 	t.Helper()
-	r := env.Do(t, "POST", frontend.VideoPath, body)
+	r := env.Do(t, "POST", path, body)
 	if r.Status != http.StatusPaymentRequired {
-		t.Fatalf("unpaid video call: %d %s", r.Status, r.Body)
+		t.Fatalf("unpaid call to %s: %d %s", path, r.Status, r.Body)
 	}
 	pr, err := x402.DecodePaymentRequired(r.Header.Get("PAYMENT-REQUIRED"))
 	if err != nil {
@@ -43,11 +43,21 @@ func videoChallenge(t *testing.T, body any) x402.PaymentRequired {
 	return pr
 }
 
-// buyVideo pays for body with w and posts it.
+func videoChallenge(t *testing.T, body any) x402.PaymentRequired {
+	t.Helper()
+	return challengeFor(t, frontend.VideoPath, body)
+}
+
+// buy pays for body at path with w and posts it.
+func buy(t *testing.T, path string, w wallet, body any, headers ...string) *apptest.Response {
+	t.Helper()
+	sig := w.pay(t, challengeFor(t, path, body))
+	return env.Do(t, "POST", path, body, append(headers, "PAYMENT-SIGNATURE", sig)...)
+}
+
 func buyVideo(t *testing.T, w wallet, body any, headers ...string) *apptest.Response {
 	t.Helper()
-	sig := w.pay(t, videoChallenge(t, body))
-	return env.Do(t, "POST", frontend.VideoPath, body, append(headers, "PAYMENT-SIGNATURE", sig)...)
+	return buy(t, frontend.VideoPath, w, body, headers...)
 }
 
 // get fetches an absolute URL the API handed out, exactly as given.
