@@ -369,3 +369,21 @@ func TestMusicRefusedBeforePaymentAndByTheFilter(t *testing.T) {
 		t.Fatalf("%v", again)
 	}
 }
+
+func TestSpeechAsyncAndAlreadyPaid(t *testing.T) {
+	w := newWallet(t, money.USD)
+	body := map[string]any{"text": "Your order has shipped."}
+	r := buy(t, frontend.SpeechPath, w, body, "Prefer", "respond-async")
+	first := wantStatus(t, r, http.StatusOK)
+	if first["status"] != "running" || r.Header.Get("Preference-Applied") != "respond-async" || r.Header.Get("Location") == "" {
+		t.Fatalf("%v %v", first, r.Header)
+	}
+	awaitWorkflow(t, first["runId"].(string))
+	// The file never reached the caller: the same request is answered with
+	// it and the new payment is not taken.
+	again := wantStatus(t, buy(t, frontend.SpeechPath, w, body), http.StatusOK)
+	if again["runId"] != first["runId"] || again["alreadyPaid"] == nil || usd(again["paidUsd"]) != 0 || w.tokens(t) != 980_000 {
+		t.Fatalf("%v tokens %d", again, w.tokens(t))
+	}
+	fetchAudio(t, again["audio"].(string))
+}
