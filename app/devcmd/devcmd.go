@@ -105,7 +105,9 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 	if pay := p.Payments; pay.Enabled() && pay.Chain != nil {
 		fmt.Fprintf(w, "  x402 top-up   %s%s on %s (local network, token %s)\n", env.Config.BaseURL(), payments.TopUpPath, pay.Network, pay.Chain.Token.Hex())
 		if p.Media.Err == nil {
-			fmt.Fprintf(w, "  x402 video    %s%s (GET for the menu)\n", env.Config.BaseURL(), frontend.VideoPath)
+			for _, path := range []string{frontend.VideoPath, frontend.SpeechPath, frontend.MusicPath} {
+				fmt.Fprintf(w, "  x402 %-8s %s%s (GET for the menu)\n", path[len("/api/x402/"):], env.Config.BaseURL(), path)
+			}
 		}
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
