@@ -1,0 +1,6 @@
+//go:build race
+
+package synth
+
+// The race detector slows rendering by an order of magnitude.
+const raceEnabled = true
