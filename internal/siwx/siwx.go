@@ -1,42 +1,46 @@
 // Package siwx is Sign-In-With-X (CAIP-122) as the x402 "sign-in-with-x"
 // extension uses it, server side: the challenge a 402 carries, reading a
-// client's proof, rebuilding the exact message it signed (EIP-4361 for
-// EVM, the Solana sign-in text for Solana) and checking its signature,
-// origin and freshness. Whether a nonce was issued and is unused is the
-// caller's business (it needs shared storage).
+// client's proof from the SIGN-IN-WITH-X header, rebuilding byte for byte
+// the message the official TypeScript client (@x402/extensions
+// sign-in-with-x) signed — EIP-4361 for EVM, the Solana sign-in text for
+// Solana — and checking its signature, origin and freshness.
+//
+// Whether a nonce was issued by this server and is still unused is the
+// caller's business (it needs shared storage): Verify checks everything
+// else, and the caller then consumes Proof.Nonce.
+//
+// Client helpers (SignEVM, SignSolana, EncodeHeader) answer a challenge the
+// way the official client does; tests and the CLI use them.
 package siwx
 
 import (
-	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ethereum/go-ethereum/accounts"
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
-	"github.com/mr-tron/base58"
 )
 
 // ExtensionKey names the challenge in PaymentRequired.extensions.
 const ExtensionKey = "sign-in-with-x"
 
-// Signature types of the proof.
+// HeaderName is the request header carrying the proof (HTTP treats header
+// names case-insensitively).
+const HeaderName = "SIGN-IN-WITH-X"
+
+// Signature types (CAIP-122 "type") of a chain and a proof.
 const (
 	TypeEIP191  = "eip191"
 	TypeEd25519 = "ed25519"
 )
 
-// Info is what the server asks to be signed.
+// Info is what the server asks to be signed (the challenge's "info"; a
+// proof echoes it). Optional fields are empty when absent.
 type Info struct {
 	Domain         string   `json:"domain"`
 	URI            string   `json:"uri"`
@@ -52,8 +56,9 @@ type Info struct {
 
 // Chain is a network the server accepts a proof from.
 type Chain struct {
-	ChainID         string `json:"chainId"`
-	Type            string `json:"type"`
+	ChainID string `json:"chainId"`
+	Type    string `json:"type"`
+	// SignatureScheme is an optional hint: eip191, eip1271, eip6492, siws.
 	SignatureScheme string `json:"signatureScheme,omitempty"`
 }
 
@@ -61,11 +66,12 @@ type Chain struct {
 type Challenge struct {
 	Info            Info           `json:"info"`
 	SupportedChains []Chain        `json:"supportedChains"`
-	Schema          map[string]any `json:"schema,omitempty"`
+	Schema          map[string]any `json:"schema"`
 }
 
 // Proof is the client's SIGN-IN-WITH-X payload: the challenge's info
-// echoed, plus the chain, the address and the signature.
+// echoed, plus the chosen chain and its type, the address and the
+// signature (EVM: 0x-hex, 65 bytes; Solana: base58, 64 bytes).
 type Proof struct {
 	Info
 	ChainID         string `json:"chainId"`
@@ -75,81 +81,205 @@ type Proof struct {
 	SignatureScheme string `json:"signatureScheme,omitempty"`
 }
 
-// Error is a refused proof; Reason is safe to show the caller.
+// Error is a refused proof. Reason is stable and safe to show the client:
+// one of the Reason* constants, "issuedAt is older than <max age>", or
+// "malformed proof: <what>".
 type Error struct{ Reason string }
 
 func (e *Error) Error() string { return "sign-in refused: " + e.Reason }
 
-func refuse(format string, args ...any) error { return &Error{Reason: fmt.Sprintf(format, args...)} }
+// Stable refusal reasons.
+const (
+	ReasonDomainMismatch   = "domain mismatch"
+	ReasonURIOrigin        = "uri does not belong to this origin"
+	ReasonIssuedInFuture   = "issuedAt is in the future"
+	ReasonExpired          = "expired"
+	ReasonNotYetValid      = "not yet valid"
+	ReasonUnsupportedChain = "unsupported chain"
+	ReasonBadSignature     = "signature does not match address"
+	// ReasonMalformed prefixes every refusal of a proof that cannot be
+	// read or cannot be what the official client sends.
+	ReasonMalformed = "malformed proof: "
+)
 
-// timeFormat is JavaScript's toISOString, which the clients use.
-const timeFormat = "2006-01-02T15:04:05.000Z"
-
-// schema is the proof's JSON Schema (draft 2020-12), as the extension
-// publishes it.
-var schema = map[string]any{
-	"$schema":  "https://json-schema.org/draft/2020-12/schema",
-	"type":     "object",
-	"required": []string{"domain", "address", "uri", "version", "chainId", "type", "nonce", "issuedAt", "signature"},
-	"properties": map[string]any{
-		"domain": map[string]any{"type": "string"}, "address": map[string]any{"type": "string"},
-		"uri": map[string]any{"type": "string"}, "version": map[string]any{"type": "string"},
-		"chainId": map[string]any{"type": "string"}, "type": map[string]any{"type": "string", "enum": []string{TypeEIP191, TypeEd25519}},
-		"nonce": map[string]any{"type": "string"}, "issuedAt": map[string]any{"type": "string"},
-		"expirationTime": map[string]any{"type": "string"}, "notBefore": map[string]any{"type": "string"},
-		"requestId": map[string]any{"type": "string"}, "statement": map[string]any{"type": "string"},
-		"resources": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-		"signature": map[string]any{"type": "string"}, "signatureScheme": map[string]any{"type": "string"},
-	},
+// ReasonTooOld is the reason of a proof issued longer than maxAge ago,
+// e.g. "issuedAt is older than 5 minutes".
+func ReasonTooOld(maxAge time.Duration) string {
+	return "issuedAt is older than " + humanDuration(maxAge)
 }
 
-// statementOK is the EIP-4361 statement alphabet: printable ASCII without
-// the characters its grammar reserves.
-var statementOK = regexp.MustCompile(`^[ !#$&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]*$`)
+func refuse(reason string) error { return &Error{Reason: reason} }
 
-// NewChallenge builds a challenge for resourceURL, valid for ttl, offered
-// on networks (eip155:* → eip191, solana:* → ed25519).
+func malformed(format string, args ...any) error {
+	return &Error{Reason: ReasonMalformed + fmt.Sprintf(format, args...)}
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d == time.Minute:
+		return "1 minute"
+	case d > 0 && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + " minutes"
+	case d > 0 && d%time.Second == 0 && d < time.Minute:
+		return strconv.FormatInt(int64(d/time.Second), 10) + " seconds"
+	}
+	return d.String()
+}
+
+// timeLayout is JavaScript's Date.prototype.toISOString, which the
+// official server and clients use.
+const timeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders t as JavaScript's toISOString does: UTC, RFC 3339,
+// always three fractional digits ("2024-01-15T10:30:00.000Z").
+func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// parseTime reads an RFC 3339 date-time (the ABNF's date-time; "t" and
+// "z" in lower case are allowed, as there).
+func parseTime(s string) (time.Time, error) {
+	return time.Parse(time.RFC3339Nano, strings.ToUpper(s))
+}
+
+// Schema is the proof's JSON Schema (draft 2020-12), as the official
+// server publishes it (buildSIWxSchema).
+func Schema() map[string]any {
+	str := func() map[string]any { return map[string]any{"type": "string"} }
+	format := func(f string) map[string]any { return map[string]any{"type": "string", "format": f} }
+	return map[string]any{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type":    "object",
+		"properties": map[string]any{
+			"domain":         str(),
+			"address":        str(),
+			"statement":      str(),
+			"uri":            format("uri"),
+			"version":        str(),
+			"chainId":        str(),
+			"type":           str(),
+			"nonce":          str(),
+			"issuedAt":       format("date-time"),
+			"expirationTime": format("date-time"),
+			"notBefore":      format("date-time"),
+			"requestId":      str(),
+			"resources":      map[string]any{"type": "array", "items": format("uri")},
+			"signature":      str(),
+		},
+		"required": []string{"domain", "address", "uri", "version", "chainId", "type", "nonce", "issuedAt", "signature"},
+	}
+}
+
+// statementOK is the EIP-4361 statement alphabet (siwe-abnf.txt): printable
+// ASCII without " % < > \ ^ ` { | }.
+var statementOK = regexp.MustCompile(`^[ !#$&'()*+,\-./0-9:;=?@A-Z\[\]_a-z~]+$`)
+
+// nonceOK is the EIP-4361 nonce: at least 8 letters or digits.
+var nonceOK = regexp.MustCompile(`^[A-Za-z0-9]{8,}$`)
+
+// caip2 is a CAIP-2 chain id.
+var caip2 = regexp.MustCompile(`^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$`)
+
+// eip155 is an EVM chain id as the official client reads it.
+var eip155 = regexp.MustCompile(`^eip155:([0-9]+)$`)
+
+// uriOK reports whether s uses only RFC 3986 characters, with well-formed
+// percent-escapes: what the SIWE parser needs of uri and resources.
+func uriOK(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0:
+		case c == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return false
+			}
+			i += 2
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// jsHostname is new URL(u).hostname: lower case, IPv6 in brackets.
+func jsHostname(u *url.URL) string {
+	h := strings.ToLower(u.Hostname())
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]"
+	}
+	return h
+}
+
+// NewChallenge builds the challenge for resourceURL as the official server
+// does: a fresh nonce (16 random bytes, 32 hex characters), domain = the
+// URL's hostname without port, uri = resourceURL, resources = [uri],
+// issuedAt = now and expirationTime = now+ttl (none when ttl <= 0), both
+// as toISOString; one chain per network (deduplicated), "ed25519" for
+// solana:*, "eip191" for eip155:*. The statement (may be empty) and the
+// URL must satisfy the EIP-4361 grammar, or the official EVM client
+// refuses to sign.
 func NewChallenge(resourceURL string, networks []string, statement string, now time.Time, ttl time.Duration) (Challenge, error) {
 	u, err := url.Parse(resourceURL)
-	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
 		return Challenge{}, fmt.Errorf("siwx: resource URL %q is not an absolute http(s) URL", resourceURL)
 	}
-	if !statementOK.MatchString(statement) || strings.Contains(statement, "\n") {
+	if !uriOK(resourceURL) {
+		return Challenge{}, fmt.Errorf("siwx: resource URL %q has characters RFC 3986 does not allow", resourceURL)
+	}
+	if statement != "" && !statementOK.MatchString(statement) {
 		return Challenge{}, fmt.Errorf("siwx: the statement %q has characters EIP-4361 does not allow", statement)
+	}
+	chains := []Chain{}
+	seen := map[string]bool{}
+	for _, nw := range networks {
+		if seen[nw] {
+			continue
+		}
+		seen[nw] = true
+		switch {
+		case eip155.MatchString(nw):
+			chains = append(chains, Chain{ChainID: nw, Type: TypeEIP191})
+		case strings.HasPrefix(nw, "solana:") && caip2.MatchString(nw):
+			chains = append(chains, Chain{ChainID: nw, Type: TypeEd25519})
+		default:
+			return Challenge{}, fmt.Errorf("siwx: network %q is neither eip155:<number> nor solana:<genesis hash>", nw)
+		}
 	}
 	var n [16]byte
 	if _, err := rand.Read(n[:]); err != nil {
 		return Challenge{}, err
 	}
-	ch := Challenge{
-		Info: Info{
-			Domain: u.Hostname(), URI: resourceURL, Version: "1", Nonce: hex.EncodeToString(n[:]),
-			IssuedAt: now.UTC().Format(timeFormat), ExpirationTime: now.Add(ttl).UTC().Format(timeFormat),
-			Statement: statement, Resources: []string{resourceURL},
-		},
-		Schema: schema,
+	in := Info{
+		Domain: jsHostname(u), URI: resourceURL, Version: "1", Nonce: hex.EncodeToString(n[:]),
+		IssuedAt: FormatTime(now), Statement: statement, Resources: []string{resourceURL},
 	}
-	for _, nw := range networks {
-		typ := TypeEIP191
-		if strings.HasPrefix(nw, "solana:") {
-			typ = TypeEd25519
-		}
-		ch.SupportedChains = append(ch.SupportedChains, Chain{ChainID: nw, Type: typ})
+	if ttl > 0 {
+		in.ExpirationTime = FormatTime(now.Add(ttl))
 	}
-	return ch, nil
+	return Challenge{Info: in, SupportedChains: chains, Schema: Schema()}, nil
 }
 
-// maxHeader bounds a proof header.
-const maxHeader = 8 << 10
+// maxHeader bounds a proof header (encoded); proofs are well under 2 KB.
+const maxHeader = 16 << 10
 
-var caip2 = regexp.MustCompile(`^[-a-z0-9]{3,8}:[-_a-zA-Z0-9]{1,32}$`)
+// Signature schemes the official payload schema allows as a hint.
+var signatureSchemes = map[string]bool{"eip191": true, "eip1271": true, "eip6492": true, "siws": true}
 
-// ParseHeader reads a SIGN-IN-WITH-X header: base64 (standard or URL,
-// padded or not) JSON with the schema's required fields.
+// ParseHeader reads a SIGN-IN-WITH-X header: base64 (standard as the
+// official client sends it; unpadded and URL-safe are accepted too) of a
+// JSON object. Keys match exactly (as JSON.parse does; unknown keys are
+// ignored), fields have their JSON types, the schema's required fields are
+// present and non-empty, type is eip191 or ed25519 and chainId is a CAIP-2
+// chain id. Every refusal is an *Error with a "malformed proof: " reason.
+// Signature, origin and freshness are Verify's.
 func ParseHeader(h string) (Proof, error) {
 	h = strings.TrimSpace(h)
 	if h == "" || len(h) > maxHeader {
-		return Proof{}, refuse("malformed proof: the header is empty or too large")
+		return Proof{}, malformed("the header is empty or too large")
 	}
 	var raw []byte
 	var err error
@@ -159,250 +289,58 @@ func ParseHeader(h string) (Proof, error) {
 		}
 	}
 	if err != nil {
-		return Proof{}, refuse("malformed proof: not base64")
+		return Proof{}, malformed("not base64")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return Proof{}, malformed("not a JSON object")
 	}
 	var p Proof
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return Proof{}, refuse("malformed proof: not a JSON object of the sign-in fields")
+	for _, f := range []struct {
+		name     string
+		dst      *string
+		required bool
+	}{
+		{"domain", &p.Domain, true}, {"address", &p.Address, true}, {"statement", &p.Statement, false},
+		{"uri", &p.URI, true}, {"version", &p.Version, true}, {"chainId", &p.ChainID, true},
+		{"type", &p.Type, true}, {"nonce", &p.Nonce, true}, {"issuedAt", &p.IssuedAt, true},
+		{"expirationTime", &p.ExpirationTime, false}, {"notBefore", &p.NotBefore, false},
+		{"requestId", &p.RequestID, false}, {"signatureScheme", &p.SignatureScheme, false},
+		{"signature", &p.Signature, true},
+	} {
+		v, ok := obj[f.name]
+		if !ok {
+			if f.required {
+				return Proof{}, malformed("%s is missing", f.name)
+			}
+			continue
+		}
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, f.dst) != nil {
+			return Proof{}, malformed("%s is not a string", f.name)
+		}
+		if f.required && *f.dst == "" {
+			return Proof{}, malformed("%s is empty", f.name)
+		}
 	}
-	for name, v := range map[string]string{"domain": p.Domain, "address": p.Address, "uri": p.URI, "version": p.Version,
-		"chainId": p.ChainID, "type": p.Type, "nonce": p.Nonce, "issuedAt": p.IssuedAt, "signature": p.Signature} {
-		if v == "" {
-			return Proof{}, refuse("malformed proof: %s is missing", name)
+	if v, ok := obj["resources"]; ok {
+		if len(v) == 0 || v[0] != '[' || json.Unmarshal(v, &p.Resources) != nil {
+			return Proof{}, malformed("resources is not an array of strings")
 		}
 	}
 	if p.Type != TypeEIP191 && p.Type != TypeEd25519 {
-		return Proof{}, refuse("malformed proof: type must be eip191 or ed25519")
+		return Proof{}, malformed("type must be eip191 or ed25519")
 	}
 	if !caip2.MatchString(p.ChainID) {
-		return Proof{}, refuse("malformed proof: chainId is not a CAIP-2 chain id")
+		return Proof{}, malformed("chainId is not a CAIP-2 chain id")
+	}
+	if p.SignatureScheme != "" && !signatureSchemes[p.SignatureScheme] {
+		return Proof{}, malformed("signatureScheme must be eip191, eip1271, eip6492 or siws")
 	}
 	return p, nil
 }
 
-// Expect is what a proof must match.
-type Expect struct {
-	// Domain is the host the challenge named (no port); Origin is
-	// scheme://host[:port] the uri must belong to.
-	Domain, Origin string
-	// Networks are the chains accepted.
-	Networks []string
-	// MaxAge bounds how old issuedAt may be.
-	MaxAge time.Duration
-}
-
-// clockSkew is how far in the future issuedAt may be: clients' clocks
-// drift.
-const clockSkew = 30 * time.Second
-
-// Verify checks a proof and returns the signing address, normalized (EVM
-// lowercase hex, Solana base58 as is).
-func Verify(p Proof, want Expect, now time.Time) (string, error) {
-	if p.Domain != want.Domain {
-		return "", refuse("domain mismatch: the proof is for %q", p.Domain)
-	}
-	if p.URI != want.Origin && !strings.HasPrefix(p.URI, want.Origin+"/") {
-		return "", refuse("uri does not belong to this origin")
-	}
-	supported := false
-	for _, n := range want.Networks {
-		supported = supported || n == p.ChainID
-	}
-	if !supported {
-		return "", refuse("unsupported chain %s", p.ChainID)
-	}
-	issued, err := time.Parse(time.RFC3339Nano, p.IssuedAt)
-	switch {
-	case err != nil:
-		return "", refuse("malformed proof: issuedAt is not an RFC 3339 time")
-	case issued.After(now.Add(clockSkew)):
-		return "", refuse("issuedAt is in the future")
-	case now.Sub(issued) > want.MaxAge:
-		return "", refuse("issuedAt is older than %s", humanDuration(want.MaxAge))
-	}
-	if p.ExpirationTime != "" {
-		exp, err := time.Parse(time.RFC3339Nano, p.ExpirationTime)
-		if err != nil {
-			return "", refuse("malformed proof: expirationTime is not an RFC 3339 time")
-		}
-		if !now.Before(exp) {
-			return "", refuse("expired")
-		}
-	}
-	if p.NotBefore != "" {
-		nb, err := time.Parse(time.RFC3339Nano, p.NotBefore)
-		if err != nil {
-			return "", refuse("malformed proof: notBefore is not an RFC 3339 time")
-		}
-		if now.Before(nb) {
-			return "", refuse("not yet valid")
-		}
-	}
-	switch {
-	case strings.HasPrefix(p.ChainID, "eip155:") && p.Type == TypeEIP191:
-		return verifyEVM(p)
-	case strings.HasPrefix(p.ChainID, "solana:") && p.Type == TypeEd25519:
-		return verifySolana(p)
-	}
-	return "", refuse("unsupported chain %s for type %s", p.ChainID, p.Type)
-}
-
-func humanDuration(d time.Duration) string {
-	if d%time.Minute == 0 {
-		return strconv.Itoa(int(d/time.Minute)) + " minutes"
-	}
-	return d.String()
-}
-
-func verifyEVM(p Proof) (string, error) {
-	if !common.IsHexAddress(p.Address) {
-		return "", refuse("malformed proof: address is not an EVM address")
-	}
-	msg, err := SIWEMessage(p)
-	if err != nil {
-		return "", err
-	}
-	sig, err := hexBytes(p.Signature)
-	if err != nil || len(sig) != 65 {
-		return "", refuse("signature does not match address: not a 65-byte hex signature")
-	}
-	if sig[64] >= 27 {
-		sig[64] -= 27
-	}
-	pub, err := crypto.SigToPub(accounts.TextHash([]byte(msg)), sig)
-	if err != nil || crypto.PubkeyToAddress(*pub) != common.HexToAddress(p.Address) {
-		return "", refuse("signature does not match address")
-	}
-	return strings.ToLower(p.Address), nil
-}
-
-func verifySolana(p Proof) (string, error) {
-	pub, err := base58.Decode(p.Address)
-	if err != nil || len(pub) != ed25519.PublicKeySize {
-		return "", refuse("malformed proof: address is not a base58 Solana public key")
-	}
-	sig, err := base58.Decode(p.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return "", refuse("signature does not match address: not a base58 Ed25519 signature")
-	}
-	msg, err := SIWSMessage(p)
-	if err != nil {
-		return "", err
-	}
-	if !ed25519.Verify(pub, []byte(msg), sig) {
-		return "", refuse("signature does not match address")
-	}
-	return p.Address, nil
-}
-
-func hexBytes(s string) ([]byte, error) {
-	return hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"))
-}
-
-// SIWEMessage is the EIP-4361 message the EVM client signed. The address
-// is used as sent (the client sends it EIP-55 checksummed; the message
-// must be byte for byte what was signed).
-func SIWEMessage(p Proof) (string, error) {
-	chain, ok := strings.CutPrefix(p.ChainID, "eip155:")
-	if _, err := strconv.ParseUint(chain, 10, 64); !ok || err != nil {
-		return "", refuse("malformed proof: %s is not an eip155 chain", p.ChainID)
-	}
-	var b strings.Builder
-	b.WriteString(p.Domain + " wants you to sign in with your Ethereum account:\n")
-	b.WriteString(p.Address + "\n\n")
-	if p.Statement != "" {
-		b.WriteString(p.Statement + "\n")
-	}
-	b.WriteString("\n")
-	tail(&b, p.Info, chain)
-	return b.String(), nil
-}
-
-// SIWSMessage is the Solana sign-in message the Solana client signed: one
-// empty line without a statement (not two as in EIP-4361), and the chain
-// id's reference only.
-func SIWSMessage(p Proof) (string, error) {
-	ref, ok := strings.CutPrefix(p.ChainID, "solana:")
-	if !ok || ref == "" {
-		return "", refuse("malformed proof: %s is not a solana chain", p.ChainID)
-	}
-	var b strings.Builder
-	b.WriteString(p.Domain + " wants you to sign in with your Solana account:\n")
-	b.WriteString(p.Address + "\n\n")
-	if p.Statement != "" {
-		b.WriteString(p.Statement + "\n\n")
-	}
-	tail(&b, p.Info, ref)
-	return b.String(), nil
-}
-
-// tail writes the fields both messages share, in their order.
-func tail(b *strings.Builder, in Info, chain string) {
-	fmt.Fprintf(b, "URI: %s\nVersion: %s\nChain ID: %s\nNonce: %s\nIssued At: %s", in.URI, in.Version, chain, in.Nonce, in.IssuedAt)
-	if in.ExpirationTime != "" {
-		b.WriteString("\nExpiration Time: " + in.ExpirationTime)
-	}
-	if in.NotBefore != "" {
-		b.WriteString("\nNot Before: " + in.NotBefore)
-	}
-	if in.RequestID != "" {
-		b.WriteString("\nRequest ID: " + in.RequestID)
-	}
-	if len(in.Resources) > 0 {
-		b.WriteString("\nResources:")
-		for _, r := range in.Resources {
-			b.WriteString("\n- " + r)
-		}
-	}
-}
-
-// chainOf finds chainID among the challenge's chains.
-func chainOf(ch Challenge, chainID string) (Chain, error) {
-	for _, c := range ch.SupportedChains {
-		if c.ChainID == chainID {
-			return c, nil
-		}
-	}
-	return Chain{}, errors.New("siwx: the challenge does not offer " + chainID)
-}
-
-// SignEVM answers a challenge as the official EVM client does: the
-// EIP-55 address, the EIP-4361 message, an EIP-191 personal_sign.
-func SignEVM(ch Challenge, chainID string, key *ecdsa.PrivateKey) (Proof, error) {
-	c, err := chainOf(ch, chainID)
-	if err != nil {
-		return Proof{}, err
-	}
-	p := Proof{Info: ch.Info, ChainID: c.ChainID, Type: c.Type, Address: crypto.PubkeyToAddress(key.PublicKey).Hex()}
-	msg, err := SIWEMessage(p)
-	if err != nil {
-		return Proof{}, err
-	}
-	sig, err := crypto.Sign(accounts.TextHash([]byte(msg)), key)
-	if err != nil {
-		return Proof{}, err
-	}
-	sig[64] += 27
-	p.Signature = "0x" + hex.EncodeToString(sig)
-	return p, nil
-}
-
-// SignSolana answers a challenge as the official Solana client does.
-func SignSolana(ch Challenge, chainID string, key ed25519.PrivateKey) (Proof, error) {
-	c, err := chainOf(ch, chainID)
-	if err != nil {
-		return Proof{}, err
-	}
-	p := Proof{Info: ch.Info, ChainID: c.ChainID, Type: c.Type, Address: base58.Encode(key.Public().(ed25519.PublicKey))}
-	msg, err := SIWSMessage(p)
-	if err != nil {
-		return Proof{}, err
-	}
-	p.Signature = base58.Encode(ed25519.Sign(key, []byte(msg)))
-	return p, nil
-}
-
-// EncodeHeader is the SIGN-IN-WITH-X header value of a proof.
+// EncodeHeader is the SIGN-IN-WITH-X header value of a proof: standard
+// base64 (padded) of compact JSON, as the official client sends it.
 func EncodeHeader(p Proof) (string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
