@@ -22,6 +22,8 @@ import (
 type Media struct {
 	Err       error
 	Video     *pricing.VideoCatalog
+	Speech    *pricing.SpeechCatalog
+	Music     *pricing.MusicCatalog
 	Tickets   *ticket.Signer
 	Files     blob.Signer
 	Blob      blob.Store
@@ -35,6 +37,12 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 	m := &Media{Images: &imagefetch.Fetcher{}}
 	var err error
 	if m.Video, err = pricing.NewVideoCatalog(cfg.Media.Video); err != nil {
+		return nil, err
+	}
+	if m.Speech, err = pricing.NewSpeechCatalog(cfg.Media.Speech); err != nil {
+		return nil, err
+	}
+	if m.Music, err = pricing.NewMusicCatalog(cfg.Media.Music); err != nil {
 		return nil, err
 	}
 	switch cfg.Media.Blob.Backend {
@@ -74,38 +82,68 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 	return m, nil
 }
 
-// renderers maps every video model to its renderer: the local ffmpeg
-// renderer with the model's content filter, or the hosted queue API.
+// renderers maps every model of every kind to its renderer: a local one
+// (ffmpeg, espeak-ng, the synthesizer) with the model's content filter, or
+// the configured hosted API.
 func renderers(cfg config.Media) (map[string]media.Renderer, error) {
 	filters := map[string]*media.Filter{}
+	addFilter := func(id string, patterns []string) error {
+		f, err := media.NewFilter(patterns)
+		if err != nil {
+			return fmt.Errorf("media model %s: %w", id, err)
+		}
+		filters[id] = f
+		return nil
+	}
 	upstream := map[string]string{}
 	for _, v := range cfg.Video {
-		f, err := media.NewFilter(v.Refuse)
-		if err != nil {
-			return nil, fmt.Errorf("media.video %s: %w", v.ID, err)
+		if err := addFilter(v.ID, v.Refuse); err != nil {
+			return nil, err
 		}
-		filters[v.ID] = f
-		if v.Provider == "queue" {
-			upstream[v.ID] = v.Upstream
-		}
+		upstream[v.ID] = v.Upstream
 	}
-	local := &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters}
-	queue := &media.QueueVideo{BaseURL: cfg.Queue.BaseURL, APIKey: cfg.Queue.APIKey, PollEvery: cfg.Queue.PollEvery, Models: upstream, Filters: filters}
-	out := map[string]media.Renderer{}
-	for _, v := range cfg.Video {
-		if v.Provider == "queue" {
-			out[v.ID] = queue
-		} else {
-			out[v.ID] = local
+	for _, m := range append(append([]config.AudioModel(nil), cfg.Speech.Models...), cfg.Music.Models...) {
+		if err := addFilter(m.ID, m.Refuse); err != nil {
+			return nil, err
 		}
+		upstream[m.ID] = m.Upstream
+	}
+	voices, hostedVoices := map[string]media.SpeechVoice{}, map[string]string{}
+	for _, v := range cfg.Speech.Voices {
+		voices[v.ID] = media.SpeechVoice{ID: v.ID, Language: v.Language, Espeak: v.Espeak, Variant: v.Variant, Pitch: v.Pitch, Rate: v.Rate}
+		hostedVoices[v.ID] = v.Upstream
+	}
+
+	out := map[string]media.Renderer{}
+	localVideo := &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters}
+	queue := &media.QueueVideo{BaseURL: cfg.Queue.BaseURL, APIKey: cfg.Queue.APIKey, PollEvery: cfg.Queue.PollEvery, Models: upstream, Filters: filters}
+	for _, v := range cfg.Video {
+		out[v.ID] = pick(v.Provider == "queue", queue, localVideo)
+	}
+	localSpeech := &media.LocalSpeech{FFmpeg: cfg.FFmpeg, Voices: voices, Filters: filters}
+	hostedSpeech := &media.HostedSpeech{BaseURL: cfg.Speech.Hosted.BaseURL, APIKey: cfg.Speech.Hosted.APIKey, Voices: hostedVoices, Models: upstream, Filters: filters}
+	for _, m := range cfg.Speech.Models {
+		out[m.ID] = pick(m.Provider == "hosted", hostedSpeech, localSpeech)
+	}
+	localMusic := &media.LocalMusic{FFmpeg: cfg.FFmpeg, Filters: filters}
+	hostedMusic := &media.HostedMusic{BaseURL: cfg.Music.Hosted.BaseURL, APIKey: cfg.Music.Hosted.APIKey, Models: upstream, Filters: filters}
+	for _, m := range cfg.Music.Models {
+		out[m.ID] = pick(m.Provider == "hosted", hostedMusic, localMusic)
 	}
 	return out, nil
+}
+
+func pick(hosted bool, remote, local media.Renderer) media.Renderer {
+	if hosted {
+		return remote
+	}
+	return local
 }
 
 // frontendMedia is the frontend's view.
 func (m *Media) frontend(cfg *config.Config) frontend.Media {
 	return frontend.Media{
-		Err: m.Err, Video: m.Video, Tickets: m.Tickets, Files: m.Files, Blob: m.Blob, Images: m.Images,
+		Err: m.Err, Video: m.Video, Speech: m.Speech, Music: m.Music, Tickets: m.Tickets, Files: m.Files, Blob: m.Blob, Images: m.Images,
 		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive,
 	}
 }

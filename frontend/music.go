@@ -25,7 +25,7 @@ func (s *Server) musicKind() mediaKind {
 		menu:      func() any { return cat.Menu(s.url(MusicPath), s.url(PurchasesPath)) },
 		wait:      func(r store.MediaRequest) time.Duration { return cat.WaitFor(r.Seconds) },
 		deadline:  func(r store.MediaRequest) time.Duration { return cat.Deadline(r.Seconds) },
-		textField: "prompt", maxText: cat.MaxPromptChars,
+		textField: "prompt", maxText: func() int { return cat.MaxPromptChars },
 		setText: func(r *store.MediaRequest, t string) { r.Prompt = t },
 		fields: func(rec gin.H, r store.MediaRun) {
 			rec["seconds"] = r.Request.Seconds

@@ -66,9 +66,10 @@ type mediaKind struct {
 	// deadline is the render deadline of a request.
 	deadline func(store.MediaRequest) time.Duration
 	// textField is the request field a retry may change (prompt or
-	// text), at most maxText characters; setText puts it in a request.
+	// text), at most maxText() characters; setText puts it in a request.
+	// maxText is read per request: the catalogs are nil while media is off.
 	textField string
-	maxText   int
+	maxText   func() int
 	setText   func(*store.MediaRequest, string)
 	// reprice prices a changed request (nil: the price stays).
 	reprice func(store.MediaRequest) money.Micros
@@ -573,7 +574,7 @@ func (s *Server) retryMediaRun(c *gin.Context, k mediaKind) {
 		fail(c, errorf(http.StatusBadRequest, "this retry takes %s, not %s", k.textField, map[bool]string{true: "prompt", false: "text"}[k.textField == "text"]))
 		return
 	}
-	if _, err := checkText(k.textField, text, false, k.maxText); err != nil {
+	if _, err := checkText(k.textField, text, false, k.maxText()); err != nil {
 		fail(c, err)
 		return
 	}

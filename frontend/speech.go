@@ -24,7 +24,7 @@ func (s *Server) speechKind() mediaKind {
 		menu:      func() any { return cat.Menu(s.url(SpeechPath), s.url(PurchasesPath)) },
 		wait:      func(store.MediaRequest) time.Duration { return min(max(cat.Wait, 0), pricing.MaxWait) },
 		deadline:  func(store.MediaRequest) time.Duration { return cat.LateDeadline },
-		textField: "text", maxText: cat.MaxChars, setText: setText,
+		textField: "text", maxText: func() int { return cat.MaxChars }, setText: setText,
 		// A retry with a new text costs what that text costs.
 		reprice: func(r store.MediaRequest) money.Micros {
 			v, _ := cat.Voice(r.Voice)

@@ -27,7 +27,7 @@ func (s *Server) videoKind() mediaKind {
 	return mediaKind{
 		name: "video", path: VideoPath, fileField: "video", outputs: true, failedStep: true, order: s.videoOrder,
 		menu:      func() any { return cat.Menu(s.url(VideoPath), s.url(PurchasesPath)) },
-		textField: "prompt", maxText: pricing.MaxPromptChars, setText: func(r *store.MediaRequest, t string) { r.Prompt = t },
+		textField: "prompt", maxText: func() int { return pricing.MaxPromptChars }, setText: func(r *store.MediaRequest, t string) { r.Prompt = t },
 		wait:     func(r store.MediaRequest) time.Duration { return model(r).Wait(r.Seconds) },
 		deadline: func(r store.MediaRequest) time.Duration { return model(r).Deadline(r.Seconds) },
 		fields: func(rec gin.H, r store.MediaRun) {
