@@ -99,6 +99,10 @@ func Listen(cfg *config.Config) (net.Listener, error) {
 // server fails), then stops them in order: stop taking requests, then drain
 // the worker.
 func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error {
+	// What Run starts ends with it, on an error or a panic too: the delta
+	// hub holds a pooled connection that the caller's Close waits for.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var w *worker.Worker
 	if roles.Worker {
 		var err error

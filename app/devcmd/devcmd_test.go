@@ -23,6 +23,10 @@ import (
 	"conduit/workflows"
 )
 
+// httpClient gives up on a dev server that accepts but never answers, so a
+// wedged start fails the test instead of hanging it.
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
 // bin is the real entry point (`go run . dev` builds the same), built once
 // for the package.
 var bin string
@@ -143,7 +147,7 @@ func balanceOf(t *testing.T, api, key string) string {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, api+"/api/account/balance", nil)
 	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +259,7 @@ func startDev(t *testing.T, bin string, envVars []string) (stop func()) {
 
 func httpGet(t *testing.T, url string) int {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := httpClient.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
