@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"testing"
-	"time"
 )
 
 // mono averages interleaved stereo.
@@ -304,21 +303,15 @@ func correlation(x, y []float32) float64 {
 	return sxy / math.Sqrt(sxx*syy+1e-30)
 }
 
-func TestRenderSpeed(t *testing.T) {
-	if raceEnabled || testing.Short() {
-		t.Skip("timing is meaningless under the race detector or -short")
-	}
-	// 60 s of a busy arrangement at 44.1 kHz, on one goroutine.
+// BenchmarkRender60s: 60 s of a busy arrangement at 44.1 kHz on one
+// goroutine, the work a worker does for the longest common order (figure
+// in the README; `go tool task bench`).
+func BenchmarkRender60s(b *testing.B) {
 	a := Plan("energetic trance with arpeggiated synths, pads, strings, piano and drums", 60, 1)
-	start := time.Now()
-	s := Render(a, 44100)
-	took := time.Since(start)
-	t.Logf("60 s rendered in %v (%d parts, %d notes)", took, len(a.Instruments), len(a.Score()))
-	if len(s) != 2*60*44100 {
-		t.Fatalf("%d samples", len(s))
-	}
-	if took > 2*time.Second {
-		t.Errorf("60 s of audio took %v to render, want well under 2 s", took)
+	for b.Loop() {
+		if s := Render(a, 44100); len(s) != 2*60*44100 {
+			b.Fatalf("%d samples", len(s))
+		}
 	}
 }
 
