@@ -1,15 +1,12 @@
 package media
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -118,7 +115,7 @@ func (h *HostedMusic) RenderResume(ctx context.Context, job Job, workdir string,
 		return Output{}, err
 	}
 	report(progress, "downloading")
-	out, err := h.download(ctx, audioURL, filepath.Join(workdir, safeName(job.RunID, "music")))
+	out, err := h.api().download(ctx, audioURL, filepath.Join(workdir, safeName(job.RunID, "music")), mp3File)
 	if err != nil {
 		return Output{}, err
 	}
@@ -151,7 +148,7 @@ func (h *HostedMusic) submit(ctx context.Context, job Job, model string, state *
 		Prompt   string `json:"prompt"`
 		Duration int    `json:"duration_seconds"`
 	}{model, job.Prompt, job.Seconds})
-	status, resp, err := h.call(ctx, http.MethodPost, h.base()+"/v1/music/generate", body)
+	status, resp, err := h.api().call(ctx, http.MethodPost, h.base()+"/v1/music/generate", body)
 	if err != nil {
 		return netFailure(ctx, "submit", err)
 	}
@@ -217,7 +214,7 @@ func (h *HostedMusic) wait(ctx context.Context, state QueueState, last string, p
 	}
 	transient := 0
 	for {
-		status, body, err := h.call(ctx, http.MethodGet, state.StatusURL, nil)
+		status, body, err := h.api().call(ctx, http.MethodGet, state.StatusURL, nil)
 		var failure error
 		var sr struct {
 			Status   string      `json:"status"`
@@ -295,116 +292,19 @@ func generationFailure(e *musicError) error {
 	return &FailedError{Step: "render", Message: msg}
 }
 
-// download streams the track to stem.mp3 (via a .part file, so a failed
-// download leaves nothing that looks finished), capped at maxMusicBytes,
-// and checks that what arrived is an MP3.
-func (h *HostedMusic) download(ctx context.Context, audioURL, stem string) (Output, error) {
-	u, err := url.Parse(audioURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Output{}, &FailedError{Step: "download", Message: fmt.Sprintf("the provider's audio URL %q is not an http(s) URL", audioURL)}
+// api is the provider's HTTP side; the key travels as a bearer token.
+func (h *HostedMusic) api() hostedAPI {
+	a := hostedAPI{client: h.HTTP, baseURL: h.BaseURL, header: "Authorization"}
+	if a.client == nil {
+		a.client = defaultMusicClient
 	}
-	// No overall timeout (a slow link takes what it takes); a stall of
-	// downloadIdle aborts instead.
-	client := *h.client()
-	client.Timeout = 0
-	dctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	req, err := http.NewRequestWithContext(dctx, http.MethodGet, audioURL, nil)
-	if err != nil {
-		return Output{}, &FailedError{Step: "download", Message: err.Error()}
+	if h.APIKey != "" {
+		a.value = "Bearer " + h.APIKey
 	}
-	h.authorize(req)
-	resp, err := client.Do(req)
-	if err != nil {
-		return Output{}, netFailure(ctx, "download", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return Output{}, httpFailure("download", resp.StatusCode, body)
-	}
-	if resp.ContentLength > maxMusicBytes {
-		return Output{}, &FailedError{Step: "download", Message: fmt.Sprintf("the audio is %d bytes, over the %d MB limit", resp.ContentLength, maxMusicBytes>>20)}
-	}
-	part, final := stem+".part.mp3", stem+".mp3"
-	f, err := os.Create(part)
-	if err != nil {
-		return Output{}, &FailedError{Step: "download", Message: err.Error(), Retryable: true}
-	}
-	fail := func(e error) (Output, error) {
-		f.Close()
-		os.Remove(part)
-		return Output{}, e
-	}
-	watchdog := time.AfterFunc(downloadIdle, func() { cancel(errors.New("the download stalled")) })
-	defer watchdog.Stop()
-	n, err := io.Copy(f, &idleReader{r: io.LimitReader(resp.Body, maxMusicBytes+1), t: watchdog})
-	if err != nil {
-		if cause := context.Cause(dctx); cause != nil && ctx.Err() == nil {
-			err = cause
-		}
-		return fail(netFailure(ctx, "download", err))
-	}
-	if n > maxMusicBytes {
-		return fail(&FailedError{Step: "download", Message: fmt.Sprintf("the audio is over the %d MB limit", maxMusicBytes>>20)})
-	}
-	// An ID3 tag (cover art) may come first; 256 KiB covers any sane one.
-	head := make([]byte, min(n, 256<<10))
-	if _, err := f.ReadAt(head, 0); err != nil || !isMP3(head) {
-		return fail(&FailedError{Step: "download", Message: fmt.Sprintf("the provider's file (%s, %d bytes) is not an MP3", resp.Header.Get("Content-Type"), n)})
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(part)
-		return Output{}, &FailedError{Step: "download", Message: err.Error(), Retryable: true}
-	}
-	if err := os.Rename(part, final); err != nil {
-		os.Remove(part)
-		return Output{}, &FailedError{Step: "download", Message: err.Error(), Retryable: true}
-	}
-	return Output{Path: final, ContentType: "audio/mpeg", Ext: "mp3"}, nil
+	return a
 }
 
-func (h *HostedMusic) client() *http.Client {
-	if h.HTTP != nil {
-		return h.HTTP
-	}
-	return defaultMusicClient
-}
-
-// authorize adds the API key when req goes to the provider's own origin.
-func (h *HostedMusic) authorize(req *http.Request) {
-	base, err := url.Parse(h.BaseURL)
-	if err != nil || h.APIKey == "" {
-		return
-	}
-	if strings.EqualFold(base.Scheme, req.URL.Scheme) && strings.EqualFold(base.Host, req.URL.Host) {
-		req.Header.Set("Authorization", "Bearer "+h.APIKey)
-	}
-}
-
-// call makes one JSON request and reads up to 1 MiB of the answer.
-func (h *HostedMusic) call(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	h.authorize(req)
-	resp, err := h.client().Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode, b, nil
-}
+// mp3File is what a finished track must be: an MP3 (an ID3 tag, cover art
+// included, may come first; 256 KiB covers any sane one).
+var mp3File = fileSpec{noun: "audio", ext: "mp3", contentType: "audio/mpeg", max: maxMusicBytes,
+	headLen: 256 << 10, check: isMP3, is: "an MP3"}

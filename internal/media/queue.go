@@ -1,15 +1,12 @@
 package media
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,7 +98,7 @@ func (q *QueueVideo) RenderResume(ctx context.Context, job Job, workdir string, 
 		return Output{}, err
 	}
 	report(progress, "downloading")
-	out, err := q.download(ctx, video, filepath.Join(workdir, safeName(job.RunID, "video")))
+	out, err := q.api().download(ctx, video.url, filepath.Join(workdir, safeName(job.RunID, "video")), mp4File(video.size))
 	if err != nil {
 		return Output{}, err
 	}
@@ -117,7 +114,7 @@ func (q *QueueVideo) Cancel(ctx context.Context, state QueueState) error {
 	if state.CancelURL == "" {
 		return errors.New("the request has no cancel URL")
 	}
-	status, body, err := q.call(ctx, http.MethodPut, state.CancelURL, nil)
+	status, body, err := q.api().call(ctx, http.MethodPut, state.CancelURL, nil)
 	if err != nil {
 		return err
 	}
@@ -148,7 +145,7 @@ func (q *QueueVideo) submit(ctx context.Context, job Job, modelPath string, stat
 		ratio = "16:9"
 	}
 	body, _ := json.Marshal(submitRequest{Prompt: job.Prompt, Duration: strconv.Itoa(job.Seconds), AspectRatio: ratio, ImageURL: job.ImageURL})
-	status, resp, err := q.call(ctx, http.MethodPost, strings.TrimRight(q.BaseURL, "/")+"/"+modelPath, body)
+	status, resp, err := q.api().call(ctx, http.MethodPost, strings.TrimRight(q.BaseURL, "/")+"/"+modelPath, body)
 	if err != nil {
 		return netFailure(ctx, "submit", err)
 	}
@@ -198,7 +195,7 @@ func (q *QueueVideo) wait(ctx context.Context, state QueueState, progress func(s
 	}
 	transient := 0
 	for {
-		status, body, err := q.call(ctx, http.MethodGet, state.StatusURL, nil)
+		status, body, err := q.api().call(ctx, http.MethodGet, state.StatusURL, nil)
 		var failure error
 		switch {
 		case err != nil:
@@ -264,7 +261,7 @@ func (q *QueueVideo) result(ctx context.Context, state QueueState) (resultVideo,
 	var body []byte
 	var err error
 	for transient := 0; ; {
-		status, body, err = q.call(ctx, http.MethodGet, state.ResponseURL, nil)
+		status, body, err = q.api().call(ctx, http.MethodGet, state.ResponseURL, nil)
 		if err == nil {
 			break
 		}
@@ -293,137 +290,23 @@ func (q *QueueVideo) result(ctx context.Context, state QueueState) (resultVideo,
 	return resultVideo{url: rr.Video.URL, size: rr.Video.FileSize}, nil
 }
 
-// download streams the video to stem.mp4 (via a .part file, so a failed
-// download leaves nothing that looks finished), capped at maxVideoBytes,
-// and checks that what arrived is an MP4 of the announced size.
-func (q *QueueVideo) download(ctx context.Context, v resultVideo, stem string) (Output, error) {
-	u, err := url.Parse(v.url)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Output{}, &FailedError{Step: "download", Message: fmt.Sprintf("the provider's video URL %q is not an http(s) URL", v.url)}
+// api is the provider's HTTP side; the key travels as "Authorization: Key …".
+func (q *QueueVideo) api() hostedAPI {
+	a := hostedAPI{client: q.HTTP, baseURL: q.BaseURL, header: "Authorization"}
+	if a.client == nil {
+		a.client = defaultQueueClient
 	}
-	if v.size > maxVideoBytes {
-		return Output{}, &FailedError{Step: "download", Message: fmt.Sprintf("the video is %d bytes, over the %d MB limit", v.size, maxVideoBytes>>20)}
+	if q.APIKey != "" {
+		a.value = "Key " + q.APIKey
 	}
-	// No overall timeout (a big file on a slow link takes what it takes);
-	// a stall of downloadIdle aborts instead.
-	client := *q.client()
-	client.Timeout = 0
-	dctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	req, err := http.NewRequestWithContext(dctx, http.MethodGet, v.url, nil)
-	if err != nil {
-		return Output{}, &FailedError{Step: "download", Message: err.Error()}
-	}
-	q.authorize(req)
-	resp, err := client.Do(req)
-	if err != nil {
-		return Output{}, netFailure(ctx, "download", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return Output{}, httpFailure("download", resp.StatusCode, body)
-	}
-	if resp.ContentLength > maxVideoBytes {
-		return Output{}, &FailedError{Step: "download", Message: fmt.Sprintf("the video is %d bytes, over the %d MB limit", resp.ContentLength, maxVideoBytes>>20)}
-	}
-	part, final := stem+".part.mp4", stem+".mp4"
-	f, err := os.Create(part)
-	if err != nil {
-		return Output{}, &FailedError{Step: "download", Message: err.Error(), Retryable: true}
-	}
-	fail := func(e error) (Output, error) {
-		f.Close()
-		os.Remove(part)
-		return Output{}, e
-	}
-	watchdog := time.AfterFunc(downloadIdle, func() { cancel(errors.New("the download stalled")) })
-	defer watchdog.Stop()
-	n, err := io.Copy(f, &idleReader{r: io.LimitReader(resp.Body, maxVideoBytes+1), t: watchdog})
-	if err != nil {
-		if cause := context.Cause(dctx); cause != nil && ctx.Err() == nil {
-			err = cause
-		}
-		return fail(netFailure(ctx, "download", err))
-	}
-	if n > maxVideoBytes {
-		return fail(&FailedError{Step: "download", Message: fmt.Sprintf("the video is over the %d MB limit", maxVideoBytes>>20)})
-	}
-	if v.size > 0 && n != v.size {
-		return fail(&FailedError{Step: "download", Message: fmt.Sprintf("the download ended after %d of %d bytes", n, v.size), Retryable: true})
-	}
-	head := make([]byte, 12)
-	if _, err := f.ReadAt(head, 0); err != nil || string(head[4:8]) != "ftyp" {
-		return fail(&FailedError{Step: "download", Message: "the provider's file is not an MP4 video"})
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(part)
-		return Output{}, &FailedError{Step: "download", Message: err.Error(), Retryable: true}
-	}
-	if err := os.Rename(part, final); err != nil {
-		os.Remove(part)
-		return Output{}, &FailedError{Step: "download", Message: err.Error(), Retryable: true}
-	}
-	return Output{Path: final, ContentType: "video/mp4", Ext: "mp4"}, nil
+	return a
 }
 
-// idleReader pushes the stall watchdog back on every read that delivers.
-type idleReader struct {
-	r io.Reader
-	t *time.Timer
-}
-
-func (r *idleReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.t.Reset(downloadIdle)
-	}
-	return n, err
-}
-
-func (q *QueueVideo) client() *http.Client {
-	if q.HTTP != nil {
-		return q.HTTP
-	}
-	return defaultQueueClient
-}
-
-// authorize adds the API key when req goes to the provider's own origin.
-func (q *QueueVideo) authorize(req *http.Request) {
-	base, err := url.Parse(q.BaseURL)
-	if err != nil || q.APIKey == "" {
-		return
-	}
-	if strings.EqualFold(base.Scheme, req.URL.Scheme) && strings.EqualFold(base.Host, req.URL.Host) {
-		req.Header.Set("Authorization", "Key "+q.APIKey)
-	}
-}
-
-// call makes one JSON request and reads up to 1 MiB of the answer.
-func (q *QueueVideo) call(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, target, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	q.authorize(req)
-	resp, err := q.client().Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, err
-	}
-	return resp.StatusCode, b, nil
+// mp4File is what a finished video must be: an MP4 (an ftyp box first) of
+// the size the provider announced.
+func mp4File(size int64) fileSpec {
+	return fileSpec{noun: "video", ext: "mp4", contentType: "video/mp4", max: maxVideoBytes, size: size,
+		headLen: 12, check: func(h []byte) bool { return len(h) >= 8 && string(h[4:8]) == "ftyp" }, is: "an MP4 video"}
 }
 
 // netFailure is a transport error: retryable, unless the context ended

@@ -458,7 +458,7 @@ func TestAuthorizeOnlyProviderOrigin(t *testing.T) {
 		"https://queue.provider.example.evil.test/a/1": "",
 	} {
 		req, _ := http.NewRequest(http.MethodGet, target, nil)
-		q.authorize(req)
+		q.api().authorize(req)
 		if got := req.Header.Get("Authorization"); got != want {
 			t.Errorf("%s: Authorization %q, want %q", target, got, want)
 		}
