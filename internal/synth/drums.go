@@ -83,10 +83,7 @@ func (v *voicer) drum(n Note, r *rng) []float32 {
 		for i := range out {
 			m := 0.0
 			for k := range ph {
-				ph[k] += inc[k]
-				if ph[k] >= 1 {
-					ph[k]--
-				}
+				ph[k] = advance(ph[k], inc[k])
 				if ph[k] < 0.5 {
 					m++
 				} else {

@@ -15,6 +15,16 @@ var sineTable = func() []float64 {
 	return t
 }()
 
+// advance moves an oscillator's phase on by d cycles (0 ≤ d < 1), kept
+// in [0, 1).
+func advance(ph, d float64) float64 {
+	ph += d
+	if ph >= 1 {
+		ph--
+	}
+	return ph
+}
+
 // sinp is sin(2π·ph) for any phase in cycles.
 func sinp(ph float64) float64 {
 	ph -= math.Floor(ph)

@@ -141,10 +141,7 @@ func (v *voicer) epiano(n Note, f float64) []float32 {
 	for i := range out {
 		m := (index + 0.2) * sinp(ph)
 		s := sinp(ph+m/(2*math.Pi)) + tine*sinp(ph*7)
-		ph += dt
-		if ph >= 1 {
-			ph--
-		}
+		ph = advance(ph, dt)
 		index *= imul
 		tine *= tmul
 		amp *= amul
@@ -210,18 +207,9 @@ func (v *voicer) pad(n Note, f float64, r *rng) []float32 {
 			lfo += 32 * 0.15 / sr
 		}
 		s := saw(p1, d1) + saw(p2, d2) + 0.5*saw(p3, d3)
-		p1 += d1
-		if p1 >= 1 {
-			p1--
-		}
-		p2 += d2
-		if p2 >= 1 {
-			p2--
-		}
-		p3 += d3
-		if p3 >= 1 {
-			p3--
-		}
+		p1 = advance(p1, d1)
+		p2 = advance(p2, d2)
+		p3 = advance(p3, d3)
 		lp, _, _ := flt.tick(s)
 		out[i] = float32(0.3 * lp * e.next())
 	}
@@ -248,14 +236,8 @@ func (v *voicer) strings(n Note, f float64, r *rng) []float32 {
 		m := 1 + depth*sinp(vib)
 		vib += 5.3 / sr
 		s := saw(p1, d1*m) + saw(p2, d2*m)
-		p1 += d1 * m
-		if p1 >= 1 {
-			p1--
-		}
-		p2 += d2 * m
-		if p2 >= 1 {
-			p2--
-		}
+		p1 = advance(p1, d1*m)
+		p2 = advance(p2, d2*m)
 		lp, _, _ := flt.tick(s)
 		out[i] = float32(0.4 * lp * e.next())
 	}
@@ -301,14 +283,8 @@ func (v *voicer) synthBass(n Note, f float64) []float32 {
 			sweep *= smul
 		}
 		s := saw(p1, d1) + 0.5*pulse(p2, d2, 0.5)
-		p1 += d1
-		if p1 >= 1 {
-			p1--
-		}
-		p2 += d2
-		if p2 >= 1 {
-			p2--
-		}
+		p1 = advance(p1, d1)
+		p2 = advance(p2, d2)
 		lp, _, _ := flt.tick(s)
 		out[i] = float32(0.45 * softClip(lp) * e.next())
 	}
@@ -364,14 +340,8 @@ func (v *voicer) lead(n Note, f float64, r *rng) []float32 {
 		m := 1 + 0.004*clamp((t-0.2)/0.3, 0, 1)*sinp(vib)
 		vib += 5.5 / sr
 		s := saw(p1, d1*m) + saw(p2, d2*m)
-		p1 += d1 * m
-		if p1 >= 1 {
-			p1--
-		}
-		p2 += d2 * m
-		if p2 >= 1 {
-			p2--
-		}
+		p1 = advance(p1, d1*m)
+		p2 = advance(p2, d2*m)
 		lp, _, _ := flt.tick(s)
 		out[i] = float32(0.35 * lp * e.next())
 	}
@@ -399,14 +369,8 @@ func (v *voicer) brass(n Note, f float64, r *rng) []float32 {
 		m := 1 + 0.003*clamp((t-0.3)/0.3, 0, 1)*sinp(vib)
 		vib += 5 / sr
 		s := saw(p1, d1*m) + 0.6*saw(p2, d2*m)
-		p1 += d1 * m
-		if p1 >= 1 {
-			p1--
-		}
-		p2 += d2 * m
-		if p2 >= 1 {
-			p2--
-		}
+		p1 = advance(p1, d1*m)
+		p2 = advance(p2, d2*m)
 		lp, _, _ := flt.tick(s)
 		out[i] = float32(0.4 * lp * e.next())
 	}
@@ -488,14 +452,7 @@ func (v *voicer) bell(n Note, f float64) []float32 {
 	hum := newResonator(f/2, sr)
 	for i := range out {
 		s := sinp(ph+index*sinp(pm)/(2*math.Pi)) + 0.15*hum.next()
-		ph += dt
-		pm += dm
-		if ph >= 1 {
-			ph--
-		}
-		if pm >= 1 {
-			pm--
-		}
+		ph, pm = advance(ph, dt), advance(pm, dm)
 		index *= imul
 		amp *= amul
 		if i >= gate {
@@ -524,10 +481,7 @@ func (v *voicer) flute(n Note, f float64, r *rng) []float32 {
 		m := 1 + 0.005*clamp((t-0.15)/0.3, 0, 1)*sinp(vib)
 		vib += 5 / sr
 		s := sinp(ph) + 0.2*sinp(2*ph) + 0.06*sinp(3*ph)
-		ph += f * m / sr
-		if ph >= 1 {
-			ph--
-		}
+		ph = advance(ph, f*m/sr)
 		_, bp, _ := breath.tick(r.noise())
 		s += (0.1 + chiff) * bp
 		chiff *= cmul
@@ -557,10 +511,7 @@ func (v *voicer) chip(n Note, f float64, role Role) []float32 {
 		} else {
 			s = pulse(ph, dt, duty)
 		}
-		ph += dt
-		if ph >= 1 {
-			ph--
-		}
+		ph = advance(ph, dt)
 		out[i] = float32(0.35 * s * e.next())
 	}
 	return out
