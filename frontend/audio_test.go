@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"conduit/frontend"
+	"conduit/internal/audiotest"
 	"conduit/internal/money"
 )
 
@@ -21,7 +22,7 @@ type audio struct {
 	codec    string
 	duration float64
 	// pcm is the decoded mono signal at pcmRate.
-	pcm []float64
+	pcm []float32
 }
 
 const pcmRate = 11025
@@ -54,78 +55,29 @@ func fetchAudio(t *testing.T, fileURL string) audio {
 	}
 	a := audio{codec: p.Streams[0].CodecName}
 	a.duration, _ = strconv.ParseFloat(p.Format.Duration, 64)
-	raw, err := exec.Command("ffmpeg", "-v", "error", "-i", path, "-ac", "1", "-ar", strconv.Itoa(pcmRate), "-f", "s16le", "-").Output()
+	raw, err := exec.Command("ffmpeg", "-v", "error", "-i", path, "-ac", "1", "-ar", strconv.Itoa(pcmRate), "-f", "f32le", "-").Output()
 	if err != nil {
 		t.Fatalf("decoding: %v", err)
 	}
-	for i := 0; i+1 < len(raw); i += 2 {
-		a.pcm = append(a.pcm, float64(int16(binary.LittleEndian.Uint16(raw[i:])))/32768)
+	a.pcm = make([]float32, len(raw)/4)
+	for i := range a.pcm {
+		a.pcm[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 	}
 	return a
 }
 
-// sameTempo: detected is within 3% of asked or of its double or half. An
-// onset autocorrelation cannot tell a beat from its eighth notes (a boom
-// bap groove's hats and kick-snare pattern repeat every eighth), so tempo
-// is judged up to the metrical level, as tempo-estimation evaluations do.
-func sameTempo(detected, asked float64) bool {
-	for _, k := range []float64{0.5, 1, 2} {
-		if math.Abs(detected-asked*k) <= asked*k*0.03 {
-			return true
-		}
+// bpm is the tempo a listener would tap to the audio's kick drum.
+func bpm(pcm []float32) float64 {
+	if p := audiotest.BeatPeriod(pcm, pcmRate); p > 0 {
+		return 60 / p
 	}
-	return false
+	return 0
 }
 
-// tempo estimates beats per minute from onsets: the energy flux of 10 ms
-// frames, autocorrelated over the lags of 70–180 BPM.
-func tempo(pcm []float64) float64 {
-	const frame = pcmRate / 100
-	var energy []float64
-	for i := 0; i+frame <= len(pcm); i += frame {
-		e := 0.0
-		for _, v := range pcm[i : i+frame] {
-			e += v * v
-		}
-		energy = append(energy, math.Sqrt(e/frame))
-	}
-	flux := make([]float64, len(energy))
-	for i := 1; i < len(energy); i++ {
-		flux[i] = math.Max(0, energy[i]-energy[i-1])
-	}
-	best, bestLag := 0.0, 0
-	for lag := 6000 / 180; lag <= 6000/70; lag++ {
-		sum := 0.0
-		for i := lag; i < len(flux); i++ {
-			sum += flux[i] * flux[i-lag]
-		}
-		if sum > best {
-			best, bestLag = sum, lag
-		}
-	}
-	if bestLag == 0 {
-		return 0
-	}
-	// Refine between neighbouring lags with a parabola.
-	at := func(lag int) float64 {
-		s := 0.0
-		for i := lag; i < len(flux); i++ {
-			s += flux[i] * flux[i-lag]
-		}
-		return s
-	}
-	l, c, r := at(bestLag-1), at(bestLag), at(bestLag+1)
-	shift := 0.0
-	if d := l - 2*c + r; d != 0 {
-		shift = 0.5 * (l - r) / d
-	}
-	return 6000 / (float64(bestLag) + shift)
-}
-
-func rms(pcm []float64) float64 {
+func rms(pcm []float32) float64 {
 	s := 0.0
 	for _, v := range pcm {
-		s += v * v
+		s += float64(v) * float64(v)
 	}
 	return math.Sqrt(s / float64(max(len(pcm), 1)))
 }
@@ -346,14 +298,13 @@ func TestMusicPaidCall(t *testing.T) {
 	if a.codec != "mp3" || math.Abs(a.duration-15) > 0.2 {
 		t.Fatalf("%s %.2f s", a.codec, a.duration)
 	}
-	if bpm := tempo(a.pcm); !sameTempo(bpm, 124) {
-		t.Fatalf("detected %.1f BPM, asked 124", bpm)
+	if got := bpm(a.pcm); math.Abs(got-124) > 124*0.03 {
+		t.Fatalf("detected %.1f BPM, asked 124", got)
 	}
-	// A slower piece is detectably slower (124's octaves are 62 and 248,
-	// disjoint from 90's 45 and 180).
-	slow := wantStatus(t, buy(t, frontend.MusicPath, w, map[string]any{"prompt": "laid-back hip hop beat with drums and piano at 90 bpm", "seconds": 15}), http.StatusOK)
-	if bpm := tempo(fetchAudio(t, slow["audio"].(string)).pcm); !sameTempo(bpm, 90) {
-		t.Fatalf("detected %.1f BPM, asked 90", bpm)
+	// A slower piece is detectably slower.
+	slow := wantStatus(t, buy(t, frontend.MusicPath, w, map[string]any{"prompt": "laid-back synthwave with drums, bass and pads at 90 bpm", "seconds": 15}), http.StatusOK)
+	if got := bpm(fetchAudio(t, slow["audio"].(string)).pcm); math.Abs(got-90) > 90*0.03 {
+		t.Fatalf("detected %.1f BPM, asked 90", got)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"conduit/internal/audiotest"
 	"conduit/internal/synth"
 )
 
@@ -79,68 +80,6 @@ func decodePCM(t testing.TB, path string, rate int) []float32 {
 	return pcm
 }
 
-// lowOnsets is the low band's onset strength, one value per hop: a
-// two-pole low-pass at 150 Hz (the kick's band), the power smoothed over
-// 5 ms and log-compressed with a floor, and its rise over 10 ms.
-func lowOnsets(x []float32, sr, hop int) []float64 {
-	a := 1 - math.Exp(-2*math.Pi*150/float64(sr))
-	sm := 1 - math.Exp(-1/(0.005*float64(sr)))
-	var l1, l2, p, mean float64
-	var power []float64
-	for i, v := range x {
-		l1 += a * (float64(v) - l1)
-		l2 += a * (l1 - l2)
-		p += sm * (l2*l2 - p)
-		if (i+1)%hop == 0 {
-			power = append(power, p)
-			mean += p
-		}
-	}
-	mean /= float64(max(len(power), 1))
-	back := max(1, int(0.01*float64(sr)/float64(hop)))
-	flux := make([]float64, len(power))
-	for i := back; i < len(power); i++ {
-		flux[i] = math.Max(0, math.Log(math.Max(power[i], 0.02*mean)+1e-20)-math.Log(math.Max(power[i-back], 0.02*mean)+1e-20))
-	}
-	return flux
-}
-
-// detectBeat estimates the beat period in seconds: the autocorrelation of
-// the low band's onsets over lags for 40–240 BPM; of its peaks within 80%
-// of the highest, the shortest (a pulse on every beat correlates at two
-// and four beats too), refined with a parabola through the peak.
-func detectBeat(x []float32, sr int) float64 {
-	hop := sr / 400
-	flux := lowOnsets(x, sr, hop)
-	mean := 0.0
-	for _, v := range flux {
-		mean += v
-	}
-	mean /= float64(len(flux))
-	for i := range flux {
-		flux[i] -= mean
-	}
-	hopSec := float64(hop) / float64(sr)
-	lo, hi := int(60/240.0/hopSec), int(60/40.0/hopSec)
-	ac := make([]float64, hi+2)
-	for lag := lo - 1; lag <= hi+1 && lag < len(flux); lag++ {
-		for i := lag; i < len(flux); i++ {
-			ac[lag] += flux[i] * flux[i-lag]
-		}
-	}
-	best := slices.Max(ac[lo : hi+1])
-	for lag := lo; lag <= hi; lag++ {
-		if ac[lag] >= 0.8*best && ac[lag] >= ac[lag-1] && ac[lag] >= ac[lag+1] {
-			d := 0.0
-			if den := ac[lag-1] - 2*ac[lag] + ac[lag+1]; den != 0 {
-				d = 0.5 * (ac[lag-1] - ac[lag+1]) / den
-			}
-			return (float64(lag) + d) * hopSec
-		}
-	}
-	return 0
-}
-
 func musicJob(prompt string, secs int) Job {
 	return Job{RunID: "2026-11-22T10:00:00.000Z#m1", Kind: KindMusic, Model: "compose-1", Prompt: prompt, Seconds: secs}
 }
@@ -183,7 +122,7 @@ func TestLocalMusicTrack(t *testing.T) {
 				t.Fatalf("planned %v", a)
 			}
 			beat := 60 / float64(a.BPM)
-			if p := detectBeat(decodePCM(t, out.Path, 22050), 22050); math.Abs(p-beat)/beat > 0.03 {
+			if p := audiotest.BeatPeriod(decodePCM(t, out.Path, 22050), 22050); math.Abs(p-beat)/beat > 0.03 {
 				t.Errorf("beat period %.4f s (%.1f bpm), want %.4f s (%d bpm)", p, 60/p, beat, a.BPM)
 			}
 		})

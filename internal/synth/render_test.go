@@ -7,8 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"slices"
 	"testing"
+
+	"conduit/internal/audiotest"
 )
 
 // mono averages interleaved stereo.
@@ -16,106 +17,6 @@ func mono(s []float32) []float32 {
 	out := make([]float32, len(s)/2)
 	for i := range out {
 		out[i] = (s[2*i] + s[2*i+1]) / 2
-	}
-	return out
-}
-
-// onsetEnvelope is the low band's onset strength, one value per hop: the
-// signal is low-passed (two one-pole stages at 150 Hz, the kick's band),
-// its power smoothed over 5 ms (longer than a period of the kick's tone,
-// so the envelope does not ripple), sampled per hop, log-compressed with
-// a floor (silence before the first kick is no bigger a step than a
-// kick's own tail), and its rise over the last 10 ms kept (positive
-// flux).
-func onsetEnvelope(x []float32, sr, hop int) []float64 {
-	a := 1 - math.Exp(-2*math.Pi*150/float64(sr))
-	sm := 1 - math.Exp(-1/(0.005*float64(sr)))
-	var l1, l2, p float64
-	var power []float64
-	for i, v := range x {
-		l1 += a * (float64(v) - l1)
-		l2 += a * (l1 - l2)
-		p += sm * (l2*l2 - p)
-		if (i+1)%hop == 0 {
-			power = append(power, p)
-		}
-	}
-	mean := 0.0
-	for _, v := range power {
-		mean += v
-	}
-	mean /= float64(max(len(power), 1))
-	c := make([]float64, len(power))
-	for i, v := range power {
-		c[i] = math.Log(math.Max(v, 0.02*mean) + 1e-20)
-	}
-	back := max(1, int(0.01*float64(sr)/float64(hop)))
-	flux := make([]float64, len(c))
-	for i := back; i < len(c); i++ {
-		flux[i] = math.Max(0, c[i]-c[i-back])
-	}
-	return flux
-}
-
-// beatPeriod estimates the beat period (seconds) of a signal's low band:
-// the autocorrelation of its onset envelope over lags for 40–240 BPM;
-// of the peaks within 80% of the highest, the shortest lag (a pulse on
-// every beat also correlates at two and four beats); refined to a
-// fraction of a hop with a parabola through the peak.
-func beatPeriod(x []float32, sr int) float64 {
-	hop := sr / 400 // 2.5 ms
-	flux := onsetEnvelope(x, sr, hop)
-	mean := 0.0
-	for _, v := range flux {
-		mean += v
-	}
-	mean /= float64(len(flux))
-	for i := range flux {
-		flux[i] -= mean
-	}
-	hopSec := float64(hop) / float64(sr)
-	minLag, maxLag := int(60/240.0/hopSec), int(60/40.0/hopSec)
-	ac := make([]float64, maxLag+2)
-	for lag := minLag - 1; lag <= maxLag+1 && lag < len(flux); lag++ {
-		s := 0.0
-		for i := lag; i < len(flux); i++ {
-			s += flux[i] * flux[i-lag]
-		}
-		ac[lag] = s
-	}
-	best := 0.0
-	for lag := minLag; lag <= maxLag; lag++ {
-		best = math.Max(best, ac[lag])
-	}
-	for lag := minLag; lag <= maxLag; lag++ {
-		if ac[lag] >= 0.8*best && ac[lag] >= ac[lag-1] && ac[lag] >= ac[lag+1] {
-			y0, y1, y2 := ac[lag-1], ac[lag], ac[lag+1]
-			d := 0.0
-			if den := y0 - 2*y1 + y2; den != 0 {
-				d = 0.5 * (y0 - y2) / den
-			}
-			return (float64(lag) + d) * hopSec
-		}
-	}
-	return 0
-}
-
-// onsets picks the times where the low band's onset strength peaks above
-// half its 99.5th percentile (at most one per 100 ms).
-func onsets(x []float32, sr int) []float64 {
-	hop := sr / 400
-	flux := onsetEnvelope(x, sr, hop)
-	sorted := slices.Clone(flux)
-	slices.Sort(sorted)
-	peak := 1.5 * sorted[len(sorted)*995/1000]
-	var out []float64
-	last := -1.0
-	for i := 1; i+1 < len(flux); i++ {
-		t := float64(i*hop) / float64(sr)
-		if flux[i] > peak/3 && flux[i] >= flux[i-1] && flux[i] >= flux[i+1] && t-last > 0.1 {
-			out = append(out, t)
-			last = t
-		}
 	}
 	return out
 }
@@ -153,7 +54,7 @@ func TestKickOnsetsAtBeatPeriod(t *testing.T) {
 		// The drums alone: every kick the score has is heard, on time, and
 		// the onsets repeat at the beat period.
 		d := mono(Render(drumsOnly(a), sr))
-		got := onsets(d, sr)
+		got := audiotest.Onsets(d, sr)
 		var kicks []float64
 		for _, n := range a.Score() {
 			if n.Pitch == Kick && a.Instruments[n.Part].Role == RoleDrums {
@@ -179,11 +80,11 @@ func TestKickOnsetsAtBeatPeriod(t *testing.T) {
 		if missed > 0 {
 			t.Errorf("%q: %d of %d kicks have no onset within 15 ms (onsets %v)", tc.desc, missed, len(kicks), got)
 		}
-		if p := beatPeriod(d, sr); math.Abs(p-beat)/beat > 0.02 {
+		if p := audiotest.BeatPeriod(d, sr); math.Abs(p-beat)/beat > 0.02 {
 			t.Errorf("%q drums: beat period %.4f s, want %.4f (%d bpm)", tc.desc, p, beat, tc.bpm)
 		}
 		// The full mix: the kick still carries the low band's pulse.
-		if p := beatPeriod(mono(Render(a, sr)), sr); math.Abs(p-beat)/beat > 0.02 {
+		if p := audiotest.BeatPeriod(mono(Render(a, sr)), sr); math.Abs(p-beat)/beat > 0.02 {
 			t.Errorf("%q mix: beat period %.4f s (%.1f bpm), want %.4f (%d bpm)", tc.desc, p, 60/p, beat, tc.bpm)
 		}
 	}
