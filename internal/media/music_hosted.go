@@ -180,6 +180,14 @@ func isMusicRefusal(code string) bool {
 	return musicRefusalCodes[c] || isRefusal(c) || strings.Contains(c, "safety") || strings.Contains(c, "copyright")
 }
 
+// musicRefusal is a declined prompt in the provider's words.
+func musicRefusal(msg string) error {
+	if msg == "" {
+		msg = "the provider's content policy declined this prompt"
+	}
+	return &RefusedError{Message: clip(msg, 300)}
+}
+
 // transientCodes are a failed generation's codes that another try may
 // get past.
 var transientCodes = []string{"internal", "server_error", "timeout", "timed_out", "overloaded", "capacity", "unavailable", "rate_limit"}
@@ -193,19 +201,14 @@ func musicFailure(step string, status int, body []byte) error {
 		Error musicError `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && status/100 == 4 && isMusicRefusal(e.Error.Code) {
-		msg := e.Error.Message
-		if msg == "" {
-			msg = "the provider's content policy declined this prompt"
-		}
-		return &RefusedError{Message: clip(msg, 300)}
+		return musicRefusal(e.Error.Message)
 	}
 	return httpFailure(step, status, body)
 }
 
 // wait polls the status until the generation has succeeded (its audio
 // URL) or failed, telling progress each new status (last is the one
-// already told). A few failed
-// polls in a row are tolerated (the generation runs on regardless); more
+// already told). A few failed polls in a row are tolerated (the generation runs on regardless); more
 // end the attempt retryably, keeping the state.
 func (h *HostedMusic) wait(ctx context.Context, state QueueState, last string, progress func(string)) (string, error) {
 	every := h.PollEvery
@@ -270,11 +273,7 @@ func generationFailure(e *musicError) error {
 		e = &musicError{}
 	}
 	if isMusicRefusal(e.Code) {
-		msg := e.Message
-		if msg == "" {
-			msg = "the provider's content policy declined this prompt"
-		}
-		return &RefusedError{Message: clip(msg, 300)}
+		return musicRefusal(e.Message)
 	}
 	msg := "the provider could not generate the track"
 	if e.Message != "" {
