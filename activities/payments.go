@@ -3,9 +3,12 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 
-	"conduit/internal/accounts"
+	"go.temporal.io/sdk/temporal"
+
 	"conduit/internal/money"
+	"conduit/internal/payments"
 	"conduit/internal/store"
 	"conduit/internal/x402"
 )
@@ -16,12 +19,16 @@ type Payments struct {
 	Facilitator x402.Facilitator
 }
 
-// SettleInput is a verified-shape payment and the server's requirements.
+// SettleInput is a payment whose signature the frontend verified, the
+// server's requirements it answers, and the one purchase it pays for.
 type SettleInput struct {
 	Payment      x402.PaymentPayload
 	Requirements x402.PaymentRequirements
 	Amount       money.Micros
 	Resource     string
+	// Purpose names the purchase: render/<runId>, topup/<accountId> or
+	// topup/wallet. A settlement answers only its own purpose.
+	Purpose string
 }
 
 // SettleOutcome is a settlement or a refusal (refusals are answers, not
@@ -32,39 +39,105 @@ type SettleOutcome struct {
 	Message     string
 	Transaction string
 	Payer       string
+	// AlreadyRedeemed: the payment was claimed by another purchase first;
+	// Transaction is its settlement when it has one yet.
+	AlreadyRedeemed bool
 }
 
-// Settle settles once: an authorization already recorded answers with its
-// recorded settlement (an activity retry after the chain accepted it), and
-// a new settlement is recorded before it is reported.
+
+// ErrUnconfirmed types the error of a settlement whose outcome the chain
+// could not confirm yet (the facilitator's answer was lost and no finder
+// can look it up); retrying asks again.
+const ErrUnconfirmed = "settlement_unconfirmed"
+
+// Settle settles a payment once for its purchase, crash-safely: the intent
+// is recorded before the facilitator is asked, marked submitted right
+// before, and completed with the transaction after. A retry that finds its
+// own intent submitted asks the chain whether the payment was settled
+// (reconciliation) before settling again, so a settlement whose answer was
+// lost is found instead of refused as "nonce already used". A payment
+// already claimed by another purchase is refused as already redeemed.
 func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, error) {
-	payer, nonce, err := x402.Identify(in.Payment)
+	v, err := x402.VerifySignature(in.Payment, in.Requirements)
 	if err != nil {
-		return SettleOutcome{Reason: x402.ReasonInvalidPayload, Message: "invalid_payload: " + err.Error()}, nil
+		return refused(err), nil
 	}
-	network := in.Requirements.Network
-	if p, err := a.Store.PaymentByAuthorization(ctx, network, payer, nonce); err == nil {
-		return SettleOutcome{Success: true, Transaction: p.Transaction, Payer: p.Payer}, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
+	intent := payments.Intent(v, in.Requirements, in.Amount, in.Resource, in.Purpose)
+	rec, err := a.Store.ClaimPayment(ctx, intent)
+	if err != nil {
+		return SettleOutcome{}, err
+	}
+	payer := x402.DisplayAddress(v.Network, v.Payer)
+	switch {
+	case !rec.Answers(intent):
+		return SettleOutcome{AlreadyRedeemed: true, Reason: x402.ReasonNonceUsed, Message: payments.MessageAlreadyUsed, Transaction: rec.Transaction, Payer: payer}, nil
+	case rec.Status == store.PaymentSettled:
+		return SettleOutcome{Success: true, Transaction: rec.Transaction, Payer: payer}, nil
+	}
+	// Submitted before: an earlier attempt may have settled it and died
+	// before recording; settling again then reports the nonce used, and
+	// the chain says where it went.
+	resubmitted := rec.Status == store.PaymentSubmitted
+	if err := a.Store.MarkPaymentSubmitted(ctx, v.Network, v.Payer, v.ID); err != nil {
 		return SettleOutcome{}, err
 	}
 	resp, err := a.Facilitator.Settle(ctx, in.Payment, in.Requirements)
 	if err != nil {
-		return SettleOutcome{}, err
+		return SettleOutcome{}, err // the intent stays submitted: the retry reconciles
 	}
-	if !resp.Success {
-		msg := resp.ErrorMessage
-		if msg == "" {
-			msg = "invalid_payload: " + resp.ErrorReason
+	if resp.Success {
+		return a.settled(ctx, v, resp.Transaction)
+	}
+	if alreadyUsed(resp.ErrorReason) {
+		// The exact authorization reaching our payee is this payment,
+		// whoever sent the transaction: find it and take it as settled.
+		finder, ok := a.Facilitator.(x402.SettlementFinder)
+		if !ok && resubmitted {
+			return SettleOutcome{}, temporal.NewApplicationError("the facilitator reports the payment used and nothing here can confirm where", ErrUnconfirmed)
 		}
-		return SettleOutcome{Reason: resp.ErrorReason, Message: msg, Payer: resp.Payer}, nil
+		if ok {
+			found, settled, err := finder.FindSettlement(ctx, in.Payment, in.Requirements)
+			if err != nil {
+				return SettleOutcome{}, fmt.Errorf("reconciling the payment with the chain: %w", err)
+			}
+			if settled {
+				return a.settled(ctx, v, found.Transaction)
+			}
+		}
 	}
-	if _, err := a.Store.RecordPayment(ctx, store.Payment{
-		Network: network, Transaction: resp.Transaction, Payer: payer, Nonce: nonce, Amount: in.Amount, Resource: in.Resource,
-	}); err != nil {
+	// A refusal: forget the claim, since it may depend on chain state (an
+	// unfunded wallet can be funded and pay again).
+	if err := a.Store.DropPaymentIntent(ctx, v.Network, v.Payer, v.ID, in.Purpose); err != nil {
 		return SettleOutcome{}, err
 	}
-	return SettleOutcome{Success: true, Transaction: resp.Transaction, Payer: resp.Payer}, nil
+	out := SettleOutcome{Reason: resp.ErrorReason, Message: resp.ErrorMessage, Payer: payer}
+	switch {
+	case alreadyUsed(resp.ErrorReason):
+		out.Message = payments.MessageAlreadyUsed
+	case out.Message == "":
+		out.Message = "invalid_payload: " + resp.ErrorReason
+	}
+	return out, nil
+}
+
+func (a *Payments) settled(ctx context.Context, v x402.Verified, tx string) (SettleOutcome, error) {
+	if _, err := a.Store.SettlePayment(ctx, v.Network, v.Payer, v.ID, tx); err != nil {
+		return SettleOutcome{}, err
+	}
+	return SettleOutcome{Success: true, Transaction: tx, Payer: x402.DisplayAddress(v.Network, v.Payer)}, nil
+}
+
+// alreadyUsed says a refusal means the authorization was spent.
+func alreadyUsed(reason string) bool {
+	return reason == x402.ReasonNonceUsed || reason == x402.ReasonSVMDuplicate
+}
+
+func refused(err error) SettleOutcome {
+	var r *x402.Refusal
+	if errors.As(err, &r) {
+		return SettleOutcome{Reason: r.Reason, Message: "invalid_payload: " + r.Msg}
+	}
+	return SettleOutcome{Reason: x402.ReasonInvalidPayload, Message: "invalid_payload: " + err.Error()}
 }
 
 // GrantInput credits a settled top-up.
@@ -89,7 +162,7 @@ type GrantOutcome struct {
 func (a *Payments) Grant(ctx context.Context, in GrantInput) (GrantOutcome, error) {
 	account := in.AccountID
 	if account == "" {
-		acct, err := a.Store.WalletAccount(ctx, in.Network, x402.NormalizeAddress(in.Network, in.Payer), accounts.FreeCredit)
+		acct, err := a.Store.WalletAccount(ctx, in.Network, x402.NormalizeAddress(in.Network, in.Payer))
 		if err != nil {
 			return GrantOutcome{}, err
 		}

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"conduit/internal/accounts"
 	"conduit/internal/blob"
 	"conduit/internal/media"
 	"conduit/internal/store"
@@ -41,7 +40,6 @@ type Renders struct {
 
 // OpenPaid records a settled paid run with its payment and hold.
 func (a *Renders) OpenPaid(ctx context.Context, n store.NewMediaRun) (store.MediaRun, error) {
-	n.FreeCredit = accounts.FreeCredit
 	return a.Store.OpenPaidMediaRun(ctx, n)
 }
 

@@ -20,7 +20,8 @@ const notConfigured = "x402 payments are not configured on this deployment"
 
 // topUp: POST /api/billing/credits/x402 (spec §4.5). The bearer, when
 // sent, is checked before anything is settled; the settlement and the
-// grant run as the workflow topup/<network>/<payer>/<nonce>.
+// grant run as the workflow topup/<network>/<payer>/<nonce>/<account>,
+// keyed only once the payment's signature verified.
 func (s *Server) topUp(c *gin.Context) {
 	pay := s.deps.Payments
 	if !pay.Enabled() {
@@ -45,32 +46,31 @@ func (s *Server) topUp(c *gin.Context) {
 		URL: s.url(payments.TopUpPath), Description: "Add " + pay.TopUp.String() + " USD of prepaid credit", MimeType: "application/json",
 	}, pay.TopUp, pay.Offers, "")
 
-	header := c.GetHeader(x402.HeaderPaymentSignature)
-	if header == "" {
-		s.paymentRequired(c, challenge, "PAYMENT-SIGNATURE header is required")
+	target := workflows.TopUpTarget(accountID)
+	pp, err := pay.Take(ctx, c.GetHeader(x402.HeaderPaymentSignature), challenge,
+		payments.Purchase{Amount: pay.TopUp, Resource: payments.TopUpPath, Purpose: "topup/" + target})
+	var refused *payments.Refused
+	var redeemed *payments.Redeemed
+	switch {
+	case errors.As(err, &refused):
+		s.paymentRequired(c, challenge, refused.Msg)
+		return
+	case errors.As(err, &redeemed):
+		s.paymentRequired(c, challenge, payments.MessageAlreadyUsed)
+		return
+	case err != nil:
+		fail(c, err)
 		return
 	}
-	p, err := x402.DecodePaymentPayload(header)
-	if err != nil {
-		s.paymentRequired(c, challenge, err.Error())
-		return
-	}
-	req, err := x402.Match(p, challenge.Accepts)
-	if err != nil {
-		s.paymentRequired(c, challenge, "No matching payment requirements")
-		return
-	}
-	payer, paymentID, err := x402.Identify(p)
-	if err != nil {
-		s.paymentRequired(c, challenge, err.Error())
-		return
-	}
-	id := workflows.TopUpWorkflowID(req.Network, payer, paymentID)
+	// One workflow per payment and credited account. Presented again while
+	// it runs, the caller waits for it; after it ended, a new run answers
+	// from the payment's record (or settles afresh after a refusal).
+	id := workflows.TopUpWorkflowID(pp.Network, pp.Payer, pp.ID, target)
 	run, err := s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: workflows.PaymentsQueue,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.TopUp, workflows.TopUpInput{Payment: p, Requirements: req, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
+	}, workflows.TopUp, workflows.TopUpInput{Payment: pp.Payload, Requirements: pp.Requirements, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
 	replay := false
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
@@ -96,12 +96,19 @@ func (s *Server) topUp(c *gin.Context) {
 			return
 		}
 	}
-	if h, err := x402.EncodeHeader(x402.SettleResponse{Success: true, Transaction: res.Transaction, Network: res.Network, Payer: res.Payer}); err == nil {
+	// Only the call whose workflow made the grant reports it.
+	duplicate := res.Duplicate || replay
+	granted := res.Granted
+	if duplicate {
+		granted = 0
+	}
+	payer := x402.DisplayAddress(res.Network, res.Payer)
+	if h, err := x402.EncodeHeader(x402.SettleResponse{Success: true, Transaction: res.Transaction, Network: res.Network, Payer: payer}); err == nil {
 		c.Header(x402.HeaderPaymentResponse, h)
 	}
 	c.JSON(http.StatusOK, gin.H{
-		"grantedUsd": res.Granted, "duplicate": res.Duplicate || replay, "balanceUsd": bal,
-		"network": res.Network, "transaction": res.Transaction, "payer": res.Payer,
+		"grantedUsd": granted, "duplicate": duplicate, "balanceUsd": bal,
+		"network": res.Network, "transaction": res.Transaction, "payer": payer,
 	})
 }
 

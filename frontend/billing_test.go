@@ -74,6 +74,30 @@ func (w wallet) pay(t *testing.T, pr x402.PaymentRequired) string {
 	return h
 }
 
+// signed is an EIP-3009 authorization with its parts.
+type signed struct {
+	header string
+	sig    []byte
+	va, vb int64
+}
+
+// signWith signs req with a chosen nonce.
+func signWith(t *testing.T, w wallet, req x402.PaymentRequirements, nonce [32]byte) signed {
+	t.Helper()
+	p, err := x402.SignEVM(req, hexutil.Encode(crypto.FromECDSA(w.key)), nonce, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, sig, err := x402.ParseEVMPayload(p.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := x402.EncodeHeader(p)
+	va, _ := new(big.Int).SetString(ep.Authorization.ValidAfter, 10)
+	vb, _ := new(big.Int).SetString(ep.Authorization.ValidBefore, 10)
+	return signed{header: h, sig: sig, va: va.Int64(), vb: vb.Int64()}
+}
+
 func (w wallet) tokens(t *testing.T) int64 {
 	t.Helper()
 	b, err := env.Platform.Payments.Chain.BalanceOf(context.Background(), w.addr)
@@ -138,12 +162,12 @@ func TestTopUpWithBearerThenReplay(t *testing.T) {
 func TestTopUpWithoutBearerCreditsTheWalletAccount(t *testing.T) {
 	w := newWallet(t, 5*money.USD)
 	body := wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", w.pay(t, challenge(t))), http.StatusOK)
-	// A new wallet account: 5.00 free + 5.00 bought.
-	if body["balanceUsd"].(float64) != 10 || body["grantedUsd"].(float64) != 5 {
+	// A new wallet account holds what it bought: no free credit.
+	if body["balanceUsd"].(float64) != 5 || body["grantedUsd"].(float64) != 5 {
 		t.Fatalf("%v", body)
 	}
-	acct, err := env.Platform.Store.WalletAccount(context.Background(), "eip155:8453", strings.ToLower(w.addr.Hex()), 0)
-	if err != nil || acct.Balance != 10*money.USD {
+	acct, err := env.Platform.Store.WalletAccount(context.Background(), "eip155:8453", strings.ToLower(w.addr.Hex()))
+	if err != nil || acct.Balance != 5*money.USD {
 		t.Fatalf("wallet account %+v %v", acct, err)
 	}
 	if sum, _ := env.Platform.Store.LedgerSum(context.Background(), acct.ID); sum != acct.Balance {
@@ -165,17 +189,38 @@ func TestTopUpRefusals(t *testing.T) {
 		t.Fatal("an underfunded payment changed balances")
 	}
 
-	// A payment already spent elsewhere (settled straight on the chain).
+	// A nonce the payer already spent elsewhere (another transfer, settled
+	// straight on the chain): refused in the spec's words.
 	w := newWallet(t, 10*money.USD)
 	pr := challenge(t)
+	var nonce [32]byte
+	_, _ = rand.Read(nonce[:])
+	elsewhere := pr.Accepts[0]
+	elsewhere.PayTo = newWallet(t, 0).addr.Hex()
+	spent := signWith(t, w, elsewhere, nonce)
+	if _, err := env.Platform.Payments.Chain.TransferWithAuthorization(context.Background(), w.addr, common.HexToAddress(elsewhere.PayTo),
+		big.NewInt(5_000_000), big.NewInt(spent.va), big.NewInt(spent.vb), nonce, spent.sig); err != nil {
+		t.Fatal(err)
+	}
+	r = do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", signWith(t, w, pr.Accepts[0], nonce).header)
+	if body := wantStatus(t, r, http.StatusPaymentRequired); body["error"] != "invalid_payload: authorization nonce already submitted" {
+		t.Fatalf("%v", body)
+	}
+	if balanceUSD(t, key) != 5 {
+		t.Fatal("a spent nonce was credited")
+	}
+
+	// This very authorization settled to our payee by someone else: the
+	// money arrived, so it is found on the chain and credited, once.
+	pr = challenge(t)
 	sig := w.pay(t, pr)
 	p, _ := x402.DecodePaymentPayload(sig)
 	if s, err := env.Platform.Payments.Facilitator.Settle(context.Background(), p, pr.Accepts[0]); err != nil || !s.Success {
 		t.Fatalf("%+v %v", s, err)
 	}
-	r = do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", sig)
-	if body := wantStatus(t, r, http.StatusPaymentRequired); body["error"] != "invalid_payload: authorization nonce already submitted" {
-		t.Fatalf("%v", body)
+	body = wantStatus(t, do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", sig), http.StatusOK)
+	if body["grantedUsd"].(float64) != 5 || balanceUSD(t, key) != 10 || w.tokens(t) != 0 {
+		t.Fatalf("%v tokens %d", body, w.tokens(t))
 	}
 
 	// A bad bearer costs nothing: 401 before anything settles.
@@ -314,7 +359,7 @@ func TestTopUpOnSolana(t *testing.T) {
 	// Without a bearer: the Solana wallet account, separate from any EVM one.
 	sig := solPay(t, k, pr)
 	body := wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", sig), http.StatusOK)
-	if body["network"] != network || body["payer"] != owner || body["grantedUsd"].(float64) != 5 || body["balanceUsd"].(float64) != 10 {
+	if body["network"] != network || body["payer"] != owner || body["grantedUsd"].(float64) != 5 || body["balanceUsd"].(float64) != 5 {
 		t.Fatalf("%v", body)
 	}
 	tx := body["transaction"].(string)
@@ -326,8 +371,8 @@ func TestTopUpOnSolana(t *testing.T) {
 	if left != 7_000_000 || got < 5_000_000 {
 		t.Fatalf("ledger: payer %d payee %d", left, got)
 	}
-	acct, err := env.Platform.Store.WalletAccount(context.Background(), network, owner, 0)
-	if err != nil || acct.Balance != 10*money.USD {
+	acct, err := env.Platform.Store.WalletAccount(context.Background(), network, owner)
+	if err != nil || acct.Balance != 5*money.USD {
 		t.Fatalf("%+v %v", acct, err)
 	}
 

@@ -24,6 +24,7 @@ import (
 	"conduit/internal/imagefetch"
 	"conduit/internal/logging"
 	"conduit/internal/money"
+	"conduit/internal/payments"
 	"conduit/internal/pricing"
 	"conduit/internal/store"
 	"conduit/internal/ticket"
@@ -162,35 +163,29 @@ func (s *Server) sell(c *gin.Context, o order) {
 	pay := s.deps.Payments
 	ctx := c.Request.Context()
 	challenge := x402.Challenge(x402.ResourceInfo{URL: s.url(o.kind.path), Description: o.description, MimeType: "application/json"}, o.price, pay.Offers, "")
-	header := c.GetHeader(x402.HeaderPaymentSignature)
-	if header == "" {
-		s.paymentRequired(c, challenge, "PAYMENT-SIGNATURE header is required")
+	runID := newRunID(time.Now())
+	pp, err := pay.Take(ctx, c.GetHeader(x402.HeaderPaymentSignature), challenge,
+		payments.Purchase{Amount: o.price, Resource: o.kind.path, Purpose: workflows.RenderWorkflowID(runID)})
+	var refused *payments.Refused
+	var redeemed *payments.Redeemed
+	switch {
+	case errors.As(err, &refused):
+		s.paymentRequired(c, challenge, refused.Msg)
+		return
+	case errors.As(err, &redeemed):
+		alreadyRedeemed(c, redeemed.Transaction)
+		return
+	case err != nil:
+		fail(c, err)
 		return
 	}
-	p, err := x402.DecodePaymentPayload(header)
-	if err != nil {
-		s.paymentRequired(c, challenge, err.Error())
-		return
-	}
-	req, err := x402.Match(p, challenge.Accepts)
-	if err != nil {
-		s.paymentRequired(c, challenge, "No matching payment requirements")
-		return
-	}
-	payer, nonce, err := x402.Identify(p)
-	if err != nil {
-		s.paymentRequired(c, challenge, err.Error())
-		return
-	}
-	network := req.Network
-	if !s.walletAllowed(c, network, x402.NormalizeAddress(network, payer)) {
-		return
-	}
-	if s.alreadyRedeemed(c, network, payer, nonce) {
+	// Counted per wallet only now that the wallet signed: forged headers
+	// naming a wallet cannot spend its budget.
+	if !s.walletAllowed(c, pp.Network, pp.Payer) {
 		return
 	}
 	hash := requestHash(o.kind.name, o.request)
-	if s.answerAlreadyPaid(c, o, p, req, hash) {
+	if s.answerAlreadyPaid(c, o, pp, hash) {
 		return
 	}
 	if o.image != nil {
@@ -202,45 +197,42 @@ func (s *Server) sell(c *gin.Context, o order) {
 		}
 		o.request.ImageKey = key
 	}
-	runID := newRunID(time.Now())
 	in := workflows.RenderInput{
 		Run: store.NewMediaRun{
-			RunID: runID, Kind: o.kind.name, Request: o.request, RequestHash: hash, Network: network,
-			Payer: x402.NormalizeAddress(network, payer), Price: o.price, StartedAt: time.Now().UTC(),
+			RunID: runID, Kind: o.kind.name, Request: o.request, RequestHash: hash, Network: pp.Network,
+			Payer: pp.Payer, Price: o.price, StartedAt: time.Now().UTC(),
 		},
-		Payment: &p, Requirements: req, Resource: o.kind.path,
+		Payment: &pp.Payload, Requirements: pp.Requirements, Resource: o.kind.path,
 	}
 	adm, ok := s.startRender(c, in, o.kind)
 	if !ok {
 		return
 	}
-	if !adm.Accepted {
-		if s.alreadyRedeemed(c, network, payer, nonce) {
-			return // a concurrent call redeemed it first
-		}
+	switch {
+	case adm.AlreadyRedeemed:
+		alreadyRedeemed(c, adm.Transaction) // a concurrent call claimed it first
+		return
+	case !adm.Accepted:
 		s.paymentRequired(c, challenge, adm.PaymentMessage)
 		return
 	}
-	if h, err := x402.EncodeHeader(x402.SettleResponse{Success: true, Transaction: adm.Run.Transaction, Network: network, Payer: payer}); err == nil {
+	if h, err := x402.EncodeHeader(x402.SettleResponse{Success: true, Transaction: adm.Run.Transaction, Network: pp.Network,
+		Payer: x402.DisplayAddress(pp.Network, pp.Payer)}); err == nil {
 		c.Header(x402.HeaderPaymentResponse, h)
 	}
 	s.answer(c, o.kind, runID, s.waitFor(c, o.kind, adm.Run.Request, o.async), nil)
 }
 
-// alreadyRedeemed answers 409 PAYMENT_ALREADY_REDEEMED when the payment
-// was settled before.
-func (s *Server) alreadyRedeemed(c *gin.Context, network, payer, nonce string) bool {
-	prev, err := s.deps.Store.PaymentByAuthorization(c.Request.Context(), network, payer, nonce)
-	if errors.Is(err, store.ErrNotFound) {
-		return false
-	}
-	if err != nil {
-		fail(c, err)
-		return true
+// alreadyRedeemed answers 409 PAYMENT_ALREADY_REDEEMED: the payment was
+// claimed by another purchase (transaction is its settlement, once there
+// is one).
+func alreadyRedeemed(c *gin.Context, transaction string) {
+	extra := map[string]any{}
+	if transaction != "" {
+		extra["transaction"] = transaction
 	}
 	fail(c, &APIError{Status: http.StatusConflict, Code: "PAYMENT_ALREADY_REDEEMED",
-		Message: "this payment was already redeemed; sign a new payment for a new request", Extra: map[string]any{"transaction": prev.Transaction}})
-	return true
+		Message: "this payment was already redeemed; sign a new payment for a new request", Extra: extra})
 }
 
 // answerAlreadyPaid answers with the wallet's earlier run of the same
@@ -248,10 +240,9 @@ func (s *Server) alreadyRedeemed(c *gin.Context, network, payer, nonce string) b
 // answer carrying the file URL was written and the file was never
 // downloaded). The payment must verify — it proves the caller holds the
 // wallet — but it is not settled.
-func (s *Server) answerAlreadyPaid(c *gin.Context, o order, p x402.PaymentPayload, req x402.PaymentRequirements, hash string) bool {
+func (s *Server) answerAlreadyPaid(c *gin.Context, o order, pp payments.Presented, hash string) bool {
 	ctx := c.Request.Context()
-	payer, _, _ := x402.Identify(p)
-	prev, err := s.deps.Store.UndeliveredPurchase(ctx, req.Network, x402.NormalizeAddress(req.Network, payer), o.kind.name, hash)
+	prev, err := s.deps.Store.UndeliveredPurchase(ctx, pp.Network, pp.Payer, o.kind.name, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return false
 	}
@@ -259,7 +250,7 @@ func (s *Server) answerAlreadyPaid(c *gin.Context, o order, p x402.PaymentPayloa
 		fail(c, err)
 		return true
 	}
-	v, err := s.deps.Payments.Facilitator.Verify(ctx, p, req)
+	v, err := s.deps.Payments.Facilitator.Verify(ctx, pp.Payload, pp.Requirements)
 	if err != nil || !v.IsValid {
 		return false // settlement will refuse it with the facilitator's words
 	}
@@ -441,7 +432,7 @@ func (s *Server) record(k mediaKind, r store.MediaRun) gin.H {
 	rec := gin.H{
 		"runId": r.RunID, "status": r.Status, "startedAt": r.StartedAt.UTC().Format(time.RFC3339Nano),
 		"statusUrl": s.mediaStatusURL(k, r.RunID), "model": r.Request.Model,
-		"network": r.Network, "payer": r.Payer, "paidUsd": r.Paid,
+		"network": r.Network, "payer": x402.DisplayAddress(r.Network, r.Payer), "paidUsd": r.Paid,
 	}
 	if r.Transaction != "" {
 		rec["transaction"] = r.Transaction

@@ -153,7 +153,7 @@ func (s *Server) listPurchases(c *gin.Context, network, payer string) {
 		}
 	}
 	for _, p := range topUps {
-		rows = append(rows, row{p.SettledAt, gin.H{
+		rows = append(rows, row{*p.SettledAt, gin.H{
 			"kind": "topup", "transaction": p.Transaction, "network": p.Network, "amountUsd": p.Amount,
 			"settledAt": p.SettledAt.UTC().Format(time.RFC3339Nano), "accountId": p.AccountID,
 		}})
@@ -163,7 +163,7 @@ func (s *Server) listPurchases(c *gin.Context, network, payer string) {
 	for _, r := range rows {
 		list = append(list, r.rec)
 	}
-	body := gin.H{"network": network, "payer": payer, "purchases": list}
+	body := gin.H{"network": network, "payer": x402.DisplayAddress(network, payer), "purchases": list}
 	if acct, err := s.deps.Store.FindWalletAccount(ctx, network, payer); err == nil {
 		body["balanceUsd"] = acct.Balance
 	} else {

@@ -98,7 +98,7 @@ func TestPurchasesListEveryPurchaseOfTheSigningWallet(t *testing.T) {
 			t.Fatal("another wallet's purchase was listed")
 		}
 	}
-	if len(list) != 4 || body["payer"] != strings.ToLower(w.addr.Hex()) || body["network"] != "eip155:8453" ||
+	if len(list) != 4 || body["payer"] != w.addr.Hex() || body["network"] != "eip155:8453" ||
 		got["video"]["runId"] != video["runId"] || got["speech"]["runId"] != speech["runId"] || got["music"]["runId"] != music["runId"] ||
 		got["topup"]["transaction"] != top["transaction"] || usd(got["topup"]["amountUsd"]) != 5*money.USD {
 		t.Fatalf("%v", body)

@@ -32,9 +32,11 @@ func (s *Server) paidRateLimit() gin.HandlerFunc {
 }
 
 // walletLimiter bounds paid calls per paying wallet, whatever address they
-// come from (an agent fleet behind many addresses is still one payer).
+// come from (an agent fleet behind many addresses is still one payer). A
+// call counts only once its payment's signature verified, so nobody can
+// spend another wallet's budget by naming it in forged headers.
 func (s *Server) walletLimiter() *limiter.Limiter {
-	rate, err := limiter.NewRateFromFormatted(s.deps.Config.X402.RateLimit)
+	rate, err := limiter.NewRateFromFormatted(s.deps.Config.X402.WalletRate())
 	if err != nil {
 		panic(err) // config.Validate refuses a malformed rate
 	}

@@ -165,7 +165,7 @@ func usd(v any) money.Micros {
 // walletBalance is the spendable credit of a payer's wallet account.
 func walletBalance(t *testing.T, w wallet) money.Micros {
 	t.Helper()
-	acct, err := env.Platform.Store.WalletAccount(context.Background(), "eip155:8453", strings.ToLower(w.addr.Hex()), 0)
+	acct, err := env.Platform.Store.WalletAccount(context.Background(), "eip155:8453", strings.ToLower(w.addr.Hex()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestVideoPaidCall(t *testing.T) {
 	r := env.Do(t, "POST", frontend.VideoPath, body, "PAYMENT-SIGNATURE", sig)
 	rec := wantStatus(t, r, http.StatusOK)
 	if rec["status"] != "success" || rec["model"] != "lumen-h3" || rec["seconds"].(float64) != 5 || rec["aspectRatio"] != "16:9" ||
-		usd(rec["paidUsd"]) != 420_000 || rec["payer"] != strings.ToLower(w.addr.Hex()) || rec["network"] != "eip155:8453" ||
+		usd(rec["paidUsd"]) != 420_000 || rec["payer"] != w.addr.Hex() || rec["network"] != "eip155:8453" ||
 		len(rec["transaction"].(string)) != 66 || rec["finishedAt"] == nil || rec["retryUrl"] != nil {
 		t.Fatalf("%v", rec)
 	}
@@ -566,7 +566,7 @@ func TestVideoRefusalThenRetry(t *testing.T) {
 	w := newWallet(t, 2*money.USD)
 	old := refusedRun(t, w)
 	// The price went to the wallet's account, not to the render.
-	if walletBalance(t, w) != 5*money.USD+1_640_000 || w.tokens(t) != 360_000 {
+	if walletBalance(t, w) != 1_640_000 || w.tokens(t) != 360_000 {
 		t.Fatalf("balance %s tokens %d", walletBalance(t, w), w.tokens(t))
 	}
 	retryURL := old["retryUrl"].(string)
@@ -579,7 +579,7 @@ func TestVideoRefusalThenRetry(t *testing.T) {
 		t.Fatalf("%v", rec)
 	}
 	wantClip(t, rec["video"].(string), 5, 1280, 720)
-	if walletBalance(t, w) != 5*money.USD || w.tokens(t) != 360_000 {
+	if walletBalance(t, w) != 0 || w.tokens(t) != 360_000 {
 		t.Fatalf("balance %s tokens %d after the retry", walletBalance(t, w), w.tokens(t))
 	}
 
@@ -598,7 +598,7 @@ func TestVideoRefusalThenRetry(t *testing.T) {
 	wantStatus(t, env.Do(t, "POST", frontend.VideoPath+"/retry?"+su.RawQuery, nil), http.StatusConflict)
 	// A ticket opens only its own run.
 	wantStatus(t, env.Do(t, "POST", frontend.VideoPath+"/retry?runId="+url.QueryEscape(old["runId"].(string))+"&token="+su.Query().Get("token"), nil), http.StatusForbidden)
-	if walletBalance(t, w) != 5*money.USD {
+	if walletBalance(t, w) != 0 {
 		t.Fatal("a refused retry moved credit")
 	}
 }
@@ -608,11 +608,11 @@ func TestVideoRetryNeedsTheBalance(t *testing.T) {
 	old := refusedRun(t, w)
 	// Something else holds most of the wallet's credit meanwhile.
 	ctx := context.Background()
-	acct, err := env.Platform.Store.WalletAccount(ctx, "eip155:8453", strings.ToLower(w.addr.Hex()), 0)
+	acct, err := env.Platform.Store.WalletAccount(ctx, "eip155:8453", strings.ToLower(w.addr.Hex()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Platform.Store.Hold(ctx, acct.ID, 6*money.USD, "test/"+t.Name()); err != nil {
+	if _, err := env.Platform.Store.Hold(ctx, acct.ID, money.USD, "test/"+t.Name()); err != nil {
 		t.Fatal(err)
 	}
 	e := wantStatus(t, post(t, old["retryUrl"].(string), map[string]any{"prompt": "a calm sea"}), http.StatusPaymentRequired)
@@ -659,7 +659,7 @@ func TestVideoAbandonedRenderIsPartialAndUncharged(t *testing.T) {
 	wantStatus(t, env.Do(t, "POST", frontend.VideoPath+"/retry?"+u.RawQuery, nil), http.StatusConflict)
 	rec = finished(t, rec["statusUrl"].(string))
 	if rec["status"] != "partial" || rec["reason"] != "render_failed" || rec["retryable"] != true || rec["retryUrl"] == nil ||
-		usd(rec["balanceUsd"]) != 5*money.USD+2_240_000 || rec["failedStep"] == nil {
+		usd(rec["balanceUsd"]) != 2_240_000 || rec["failedStep"] == nil {
 		t.Fatalf("%v", rec)
 	}
 	if walletBalance(t, w) != 5*money.USD+2_240_000 {
@@ -739,7 +739,7 @@ func TestVideoWorkerKilledMidRender(t *testing.T) {
 	if n := env.Studio.Submits(prompt); n != 1 {
 		t.Fatalf("the studio got %d orders for one run", n)
 	}
-	if w.tokens(t) != 1_110_000 || walletBalance(t, w) != 5*money.USD {
+	if w.tokens(t) != 1_110_000 || walletBalance(t, w) != 0 {
 		t.Fatalf("tokens %d balance %s", w.tokens(t), walletBalance(t, w))
 	}
 }

@@ -49,9 +49,12 @@ type RenderInput struct {
 type Admission struct {
 	Accepted bool
 	Run      store.MediaRun
-	// Payment refusals (402 with the challenge).
-	PaymentReason  string
-	PaymentMessage string
+	// Payment refusals (402 with the challenge), or the payment already
+	// redeemed by another purchase (409, with its transaction when settled).
+	PaymentReason   string
+	PaymentMessage  string
+	AlreadyRedeemed bool
+	Transaction     string
 	// Retry refusals (409 or 402).
 	Retry *store.RetryRefusal
 }
@@ -129,13 +132,16 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 		return Admission{Accepted: true, Run: opened.Run}, nil
 	}
 	var settled activities.SettleOutcome
-	if err := workflow.ExecuteActivity(ctx, payments.Settle, activities.SettleInput{
+	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
+	if err := workflow.ExecuteActivity(sctx, payments.Settle, activities.SettleInput{
 		Payment: *in.Payment, Requirements: in.Requirements, Amount: in.Run.Price, Resource: in.Resource,
-	}).Get(ctx, &settled); err != nil {
+		Purpose: RenderWorkflowID(in.Run.RunID),
+	}).Get(sctx, &settled); err != nil {
 		return Admission{}, err
 	}
 	if !settled.Success {
-		return Admission{PaymentReason: settled.Reason, PaymentMessage: settled.Message}, nil
+		return Admission{PaymentReason: settled.Reason, PaymentMessage: settled.Message,
+			AlreadyRedeemed: settled.AlreadyRedeemed, Transaction: settled.Transaction}, nil
 	}
 	n := in.Run
 	n.Transaction, n.Paid = settled.Transaction, in.Run.Price

@@ -14,12 +14,29 @@ import (
 // PaymentsQueue carries payment workflows.
 const PaymentsQueue = "payments"
 
-// TopUpWorkflowID derives from the payment itself (network, payer, and
-// the authorization nonce or payer signature; see x402.Identify), so
-// presenting the same payment twice can never start a second top-up.
-func TopUpWorkflowID(network, payer, id string) string {
-	return "topup/" + network + "/" + payer + "/" + id
+// TopUpWorkflowID derives from a verified payment (network, payer, and
+// the authorization nonce or payer signature; see x402.VerifySignature)
+// and the account it credits, so the same payment for the same account is
+// one top-up however often it is presented. Another account's request for
+// it is another workflow, which the payment's record refuses.
+func TopUpWorkflowID(network, payer, id, target string) string {
+	return "topup/" + network + "/" + payer + "/" + id + "/" + target
 }
+
+// TopUpTarget names what a top-up credits: the bearer's account, or the
+// paying wallet's.
+func TopUpTarget(accountID string) string {
+	if accountID == "" {
+		return "wallet"
+	}
+	return accountID
+}
+
+// SettleRetry bounds the settlement activity: transient failures (the
+// facilitator or the database unreachable, an outcome not yet confirmed)
+// are retried for a few minutes, then the workflow fails; the payment's
+// record says what an operator reconciles.
+var SettleRetry = &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 12}
 
 // TopUpInput is a matched payment and whom to credit.
 type TopUpInput struct {
@@ -49,17 +66,17 @@ type TopUpResult struct {
 var payments *activities.Payments
 
 // TopUp settles the payment, then grants the credit: each step an
-// activity that is idempotent on its own (the payment by its
-// authorization, the grant by the settled transaction), so retries and
-// restarts settle once and grant once.
+// activity that is idempotent on its own (the payment by its recorded
+// claim, the grant by the settled transaction), so retries, restarts and
+// re-runs for the same payment settle once and grant once. A re-run after
+// a refusal settles afresh: refusals such as an unfunded wallet are not
+// final.
 func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
 	var settled activities.SettleOutcome
 	if err := workflow.ExecuteActivity(ctx, payments.Settle, activities.SettleInput{
 		Payment: in.Payment, Requirements: in.Requirements, Amount: in.Amount, Resource: in.Resource,
+		Purpose: "topup/" + TopUpTarget(in.AccountID),
 	}).Get(ctx, &settled); err != nil {
 		return TopUpResult{}, err
 	}

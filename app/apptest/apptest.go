@@ -45,6 +45,8 @@ type Env struct {
 	Internet *Internet
 	// Studio is the hosted video API the queue renderer reaches.
 	Studio *Studio
+	// Faults sits between the worker and the local facilitator.
+	Faults *Faults
 
 	mu     sync.Mutex
 	worker *worker.Worker
@@ -199,7 +201,9 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 		return nil, cleanup, err
 	}
 	p.Media.Images.Resolver, p.Media.Images.Dial, p.Media.Images.RootCAs = inet, inet.Dial, inet.Pool
-	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio}
+	faults := &Faults{inner: p.Payments.Facilitator}
+	p.Payments.Facilitator = faults
+	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio, Faults: faults}
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err
 	}

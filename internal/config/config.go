@@ -67,6 +67,17 @@ type X402 struct {
 	// RateLimit bounds paid-endpoint calls per client address, as
 	// "<count>-<S|M|H>" (60-M: sixty a minute); beyond it calls get 429.
 	RateLimit string `mapstructure:"rate_limit"`
+	// WalletRateLimit bounds paid calls per paying wallet, counted only
+	// once the payment's signature verified; empty means RateLimit.
+	WalletRateLimit string `mapstructure:"wallet_rate_limit"`
+}
+
+// WalletRate is the per-wallet budget: WalletRateLimit, else RateLimit.
+func (x X402) WalletRate() string {
+	if x.WalletRateLimit != "" {
+		return x.WalletRateLimit
+	}
+	return x.RateLimit
 }
 
 // mainNetworks need facilitator credentials.
@@ -216,6 +227,7 @@ var defaults = map[string]any{
 	"x402.facilitator_api_key":   "",
 	"x402.local_key":             "",
 	"x402.rate_limit":            "60-M",
+	"x402.wallet_rate_limit":     "",
 	"x402.solana_network":        "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
 	"x402.solana_pay_to":         "",
 	"x402.solana_asset":          "",
@@ -314,6 +326,9 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateAudio()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
+	}
+	if _, err := limiter.NewRateFromFormatted(c.X402.WalletRate()); c.X402.WalletRateLimit != "" && err != nil {
+		errs = append(errs, fmt.Errorf("x402.wallet_rate_limit (%s_X402_WALLET_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.WalletRateLimit))
 	}
 	if c.Runs.TruncateOutputChars < 100 {
 		errs = append(errs, fmt.Errorf("runs.truncate_output_chars (%s_RUNS_TRUNCATE_OUTPUT_CHARS) must be at least 100", EnvPrefix))

@@ -43,6 +43,8 @@ type Service struct {
 
 	solana *x402.Offer
 	ledger ledger
+	// store keeps the payment records Take consults.
+	store *store.Store
 }
 
 // New builds the service; it never fails a start-up for a configuration
@@ -52,7 +54,7 @@ func New(cfg config.X402, st *store.Store) (*Service, error) {
 	if err := cfg.Ready(); err != nil {
 		return &Service{Err: err}, nil
 	}
-	s := &Service{Network: cfg.Network}
+	s := &Service{Network: cfg.Network, store: st}
 	s.TopUp, _ = money.ParseUSD(cfg.TopUpUSD)
 	evm := x402.Offer{Network: cfg.Network, Asset: cfg.Asset, PayTo: cfg.PayTo, Extra: map[string]any{"name": "USDC", "version": "2"}}
 	if cfg.Facilitator == "local" {
@@ -126,6 +128,10 @@ func (l ledger) Transfer(ctx context.Context, sig, mint, from, to string, amount
 		return x402.ErrSVMInsufficientFunds
 	}
 	return err
+}
+
+func (l ledger) Settled(ctx context.Context, sig string) (bool, error) {
+	return l.st.SVMSettled(ctx, sig)
 }
 
 // Close stops the local network, if any.

@@ -92,12 +92,12 @@ func (s *Store) EnsureHumanAccount(ctx context.Context, id, name string, freeCre
 }
 
 // WalletAccount returns the account keyed by network + wallet address,
-// creating it (with its free credit) on first use.
-func (s *Store) WalletAccount(ctx context.Context, network, address string, freeCredit money.Micros) (Account, error) {
+// creating it (empty: see walletAccountTx) on first use.
+func (s *Store) WalletAccount(ctx context.Context, network, address string) (Account, error) {
 	var acct Account
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		acct, err = walletAccountTx(ctx, tx, network, address, freeCredit)
+		acct, err = walletAccountTx(ctx, tx, network, address)
 		return err
 	})
 	return acct, err
@@ -108,7 +108,10 @@ func (s *Store) FindWalletAccount(ctx context.Context, network, address string) 
 	return scanAccount(s.pool.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE kind = 'wallet' AND network = $1 AND wallet_address = $2`, network, address))
 }
 
-func walletAccountTx(ctx context.Context, tx pgx.Tx, network, address string, freeCredit money.Micros) (Account, error) {
+// walletAccountTx opens a wallet's account with nothing in it: free credit
+// is for human accounts, and a wallet's balance holds only what it paid (a
+// throwaway wallet must not be a source of free renders).
+func walletAccountTx(ctx context.Context, tx pgx.Tx, network, address string) (Account, error) {
 	id := NewID("acct")
 	var got string
 	err := tx.QueryRow(ctx, `
@@ -117,11 +120,6 @@ func walletAccountTx(ctx context.Context, tx pgx.Tx, network, address string, fr
 		RETURNING id`, id, network, address).Scan(&got)
 	if err != nil {
 		return Account{}, err
-	}
-	if freeCredit > 0 {
-		if _, err := grantTx(ctx, tx, got, EntryFreeGrant, freeCredit, "free-credit/"+got, "new wallet account"); err != nil {
-			return Account{}, err
-		}
 	}
 	return scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, got))
 }

@@ -225,20 +225,20 @@ func TestConcurrentLedgerKeepsInvariants(t *testing.T) {
 }
 
 // A wallet account is keyed by network + address: the same wallet on the
-// same network is one account (free credit once); on the other network it
-// is another.
+// same network is one account; on the other network it is another. Wallet
+// accounts start empty: free credit is for human accounts.
 func TestWalletAccountsPerNetwork(t *testing.T) {
 	ctx := context.Background()
 	addr := "0x" + strings.Repeat("ab", 20)
-	a1, err := st.WalletAccount(ctx, "eip155:8453", addr, 5*money.USD)
+	a1, err := st.WalletAccount(ctx, "eip155:8453", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := st.WalletAccount(ctx, "eip155:8453", addr, 5*money.USD)
-	if err != nil || a2.ID != a1.ID || a2.Kind != "wallet" || a2.Balance != 5*money.USD {
+	a2, err := st.WalletAccount(ctx, "eip155:8453", addr)
+	if err != nil || a2.ID != a1.ID || a2.Kind != "wallet" || a2.Balance != 0 {
 		t.Fatalf("%+v %v", a2, err)
 	}
-	other, err := st.WalletAccount(ctx, "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1", addr, 5*money.USD)
+	other, err := st.WalletAccount(ctx, "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1", addr)
 	if err != nil || other.ID == a1.ID {
 		t.Fatalf("networks share an account: %+v %v", other, err)
 	}

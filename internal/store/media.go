@@ -91,8 +91,6 @@ type NewMediaRun struct {
 	Paid        money.Micros
 	Price       money.Micros
 	StartedAt   time.Time
-	// FreeCredit is granted once to a wallet account created here.
-	FreeCredit money.Micros
 }
 
 // OpenPaidMediaRun records a paid render in one transaction: the payment
@@ -111,7 +109,7 @@ func (s *Store) OpenPaidMediaRun(ctx context.Context, n NewMediaRun) (MediaRun, 
 		} else if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		acct, err := walletAccountTx(ctx, tx, n.Network, n.Payer, n.FreeCredit)
+		acct, err := walletAccountTx(ctx, tx, n.Network, n.Payer)
 		if err != nil {
 			return err
 		}

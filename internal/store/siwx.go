@@ -47,11 +47,7 @@ func (s *Store) UseNonce(ctx context.Context, nonce string) error {
 // PaymentsByPayer lists a wallet's settled payments for resource (the
 // top-ups), newest first. EVM addresses compare case-insensitively.
 func (s *Store) PaymentsByPayer(ctx context.Context, network, payer, resource string, limit int) ([]Payment, error) {
-	return queryList(ctx, s, func(row pgx.Row) (Payment, error) {
-		var p Payment
-		err := row.Scan(&p.Network, &p.Transaction, &p.Payer, &p.Nonce, &p.Amount, &p.Resource, &p.AccountID, &p.SettledAt)
-		return p, err
-	}, `SELECT network, transaction, payer, nonce, amount_micros, resource, account_id, settled_at FROM payments
-		WHERE network = $1 AND (payer = $2 OR (network LIKE 'eip155:%' AND lower(payer) = lower($2))) AND resource = $3
+	return queryList(ctx, s, scanPayment, `SELECT `+paymentCols+` FROM payments
+		WHERE network = $1 AND (payer = $2 OR (network LIKE 'eip155:%' AND lower(payer) = lower($2))) AND resource = $3 AND status = 'settled'
 		ORDER BY settled_at DESC LIMIT $4`, network, payer, resource, limit)
 }

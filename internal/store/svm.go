@@ -57,3 +57,10 @@ func (s *Store) SVMTransfer(ctx context.Context, signature, mint, from, to strin
 		return err
 	})
 }
+
+// SVMSettled reports whether a transfer with this signature was settled.
+func (s *Store) SVMSettled(ctx context.Context, signature string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM svm_transfers WHERE signature = $1)`, signature).Scan(&ok)
+	return ok, err
+}

@@ -139,12 +139,46 @@ func ParseEVMPayload(raw json.RawMessage) (EVMPayload, []byte, error) {
 }
 
 // VerifyEVM checks an exact-scheme EVM payment against the server's
-// requirements, everything that does not need the chain: scheme and
-// network, the EIP-712 signature recovering to authorization.from, the
-// recipient, the exact value and the validity window. It returns the
-// payer. Chain state (nonce unused, balance) is the settling chain's to
-// check.
+// requirements, everything that does not need the chain: the signature and
+// terms (see checkEVM) and the validity window. It returns the payer.
+// Chain state (nonce unused, balance) is the settling chain's to check.
 func VerifyEVM(p PaymentPayload, req PaymentRequirements, now time.Time) (EVMPayload, common.Address, error) {
+	ep, from, err := checkEVM(p, req)
+	if err != nil {
+		return ep, from, err
+	}
+	nowS := now.Unix()
+	if vb, _ := strconv.ParseInt(ep.Authorization.ValidBefore, 10, 64); vb < nowS+validBeforeBufferSeconds {
+		return ep, from, refuse(ReasonValidBefore, "authorization expired or expires within %d s", validBeforeBufferSeconds)
+	}
+	if va, err := strconv.ParseInt(ep.Authorization.ValidAfter, 10, 64); err != nil || va > nowS {
+		return ep, from, refuse(ReasonValidAfter, "authorization is not valid yet")
+	}
+	return ep, from, nil
+}
+
+// checkEVM checks what a payment is, whenever it is presented: scheme and
+// network, the EIP-712 signature recovering to authorization.from (over
+// the requirements' token and chain), then the terms: recipient and exact
+// value. A terms error after an authentic signature comes with the payer.
+func checkEVM(p PaymentPayload, req PaymentRequirements) (EVMPayload, common.Address, error) {
+	ep, from, err := authenticEVM(p, req)
+	if err != nil {
+		return ep, common.Address{}, err
+	}
+	if common.HexToAddress(ep.Authorization.To) != common.HexToAddress(req.PayTo) {
+		return ep, from, refuse(ReasonRecipientMismatch, "authorization pays %s, not %s", ep.Authorization.To, req.PayTo)
+	}
+	want, _ := new(big.Int).SetString(req.Amount, 10)
+	got, _ := new(big.Int).SetString(ep.Authorization.Value, 10)
+	if want == nil || got == nil || want.Cmp(got) != 0 {
+		return ep, from, refuse(ReasonValueMismatch, "authorization value %s, price %s", ep.Authorization.Value, req.Amount)
+	}
+	return ep, from, nil
+}
+
+// authenticEVM checks that authorization.from signed the authorization.
+func authenticEVM(p PaymentPayload, req PaymentRequirements) (EVMPayload, common.Address, error) {
 	if p.Accepted.Scheme != SchemeExact || req.Scheme != SchemeExact {
 		return EVMPayload{}, common.Address{}, refuse(ReasonInvalidScheme, "scheme must be exact")
 	}
@@ -170,24 +204,7 @@ func VerifyEVM(p PaymentPayload, req PaymentRequirements, now time.Time) (EVMPay
 	pub, err := crypto.SigToPub(digest, rsv)
 	from := common.HexToAddress(ep.Authorization.From)
 	if err != nil || crypto.PubkeyToAddress(*pub) != from {
-		return ep, from, refuse(ReasonSignature, "signature does not recover to authorization.from")
-	}
-	if !strings.EqualFold(common.HexToAddress(ep.Authorization.To).Hex(), common.HexToAddress(req.PayTo).Hex()) {
-		return ep, from, refuse(ReasonRecipientMismatch, "authorization pays %s, not %s", ep.Authorization.To, req.PayTo)
-	}
-	if ep.Authorization.Value != req.Amount {
-		want, _ := new(big.Int).SetString(req.Amount, 10)
-		got, _ := new(big.Int).SetString(ep.Authorization.Value, 10)
-		if want == nil || got == nil || want.Cmp(got) != 0 {
-			return ep, from, refuse(ReasonValueMismatch, "authorization value %s, price %s", ep.Authorization.Value, req.Amount)
-		}
-	}
-	nowS := now.Unix()
-	if vb, _ := strconv.ParseInt(ep.Authorization.ValidBefore, 10, 64); vb < nowS+validBeforeBufferSeconds {
-		return ep, from, refuse(ReasonValidBefore, "authorization expired or expires within %d s", validBeforeBufferSeconds)
-	}
-	if va, err := strconv.ParseInt(ep.Authorization.ValidAfter, 10, 64); err != nil || va > nowS {
-		return ep, from, refuse(ReasonValidAfter, "authorization is not valid yet")
+		return ep, common.Address{}, refuse(ReasonSignature, "signature does not recover to authorization.from")
 	}
 	return ep, from, nil
 }

@@ -17,6 +17,9 @@ type EVMLedger interface {
 	BalanceOf(ctx context.Context, who common.Address) (*big.Int, error)
 	AuthorizationUsed(ctx context.Context, from common.Address, nonce [32]byte) (bool, error)
 	TransferWithAuthorization(ctx context.Context, from, to common.Address, value, validAfter, validBefore *big.Int, nonce [32]byte, sig []byte) (common.Hash, error)
+	// AuthorizationTransfer finds the transaction that spent from's nonce
+	// and the transfer it made.
+	AuthorizationTransfer(ctx context.Context, from common.Address, nonce [32]byte) (tx common.Hash, to common.Address, value *big.Int, found bool, err error)
 }
 
 // SVMLedger is the Solana token ledger the local facilitator settles on.
@@ -25,6 +28,9 @@ type SVMLedger interface {
 	// Transfer moves tokens once per transaction signature; it reports
 	// ErrSVMDuplicate and ErrSVMInsufficientFunds.
 	Transfer(ctx context.Context, signature, mint, from, to string, amount uint64) error
+	// Settled reports whether the transaction with this signature was
+	// settled.
+	Settled(ctx context.Context, signature string) (bool, error)
 }
 
 // Errors an SVMLedger reports.
@@ -98,6 +104,48 @@ func (f *LocalFacilitator) Settle(ctx context.Context, p PaymentPayload, req Pay
 		return SettleResponse{Success: false, ErrorReason: ReasonTransactionFailed, ErrorMessage: "invalid_payload: " + err.Error(), Payer: payer.Hex(), Network: req.Network}, nil
 	}
 	return SettleResponse{Success: true, Transaction: tx.Hex(), Network: req.Network, Payer: payer.Hex(), Amount: a.Value}, nil
+}
+
+// FindSettlement looks the payment up on the chain it would have settled
+// on. EVM: the transaction that spent the authorization's nonce, when it
+// moved exactly the authorized value to the payee. Solana: the fee payer's
+// signature over the payment's message is deterministic (Ed25519), so it
+// names the transaction this facilitator would have sent.
+func (f *LocalFacilitator) FindSettlement(ctx context.Context, p PaymentPayload, req PaymentRequirements) (SettleResponse, bool, error) {
+	if f.SVM != nil && req.Network == f.SVMNetwork {
+		t, err := VerifySVM(p, req, f.SVMFeePayer.PublicKey())
+		if err != nil {
+			return SettleResponse{}, false, nil
+		}
+		msg, err := t.Tx.Message.MarshalBinary()
+		if err != nil {
+			return SettleResponse{}, false, err
+		}
+		sig, err := f.SVMFeePayer.Sign(msg)
+		if err != nil {
+			return SettleResponse{}, false, err
+		}
+		ok, err := f.SVM.Settled(ctx, sig.String())
+		if err != nil || !ok {
+			return SettleResponse{}, false, err
+		}
+		return SettleResponse{Success: true, Transaction: sig.String(), Network: req.Network, Payer: t.Authority.String(), Amount: req.Amount}, true, nil
+	}
+	if f.EVM == nil || req.Network != f.EVMNetwork {
+		return SettleResponse{}, false, nil
+	}
+	ep, payer, err := checkEVM(p, req)
+	if err != nil {
+		return SettleResponse{}, false, nil
+	}
+	tx, to, value, found, err := f.EVM.AuthorizationTransfer(ctx, payer, [32]byte(hexutil.MustDecode(ep.Authorization.Nonce)))
+	if err != nil || !found {
+		return SettleResponse{}, false, err
+	}
+	if to != common.HexToAddress(req.PayTo) || value.String() != req.Amount {
+		return SettleResponse{}, false, nil // the nonce paid something else
+	}
+	return SettleResponse{Success: true, Transaction: tx.Hex(), Network: req.Network, Payer: payer.Hex(), Amount: req.Amount}, true, nil
 }
 
 // verifyEVM adds the chain checks to VerifyEVM: nonce unused, balance.

@@ -58,10 +58,11 @@ type SVMTransfer struct {
 
 // VerifySVM checks an exact-scheme Solana payment against the server's
 // requirements: the fee payer is the facilitator's and moves no funds, the
-// instruction layout (compute limit, bounded compute price, TransferChecked,
-// then only memos), the mint, the destination (the payee's associated
-// token account), the exact amount, and the payer's signature over the
-// message.
+// instruction layout (compute limit, bounded compute price, TransferChecked
+// from the payer's token account, then only memos) and the payer's
+// signature over the message (authenticSVM), then the terms: the mint, the
+// destination (the payee's associated token account) and the exact amount.
+// A terms error after an authentic signature comes with the transfer.
 func VerifySVM(p PaymentPayload, req PaymentRequirements, feePayer solana.PublicKey) (SVMTransfer, error) {
 	if p.Accepted.Scheme != SchemeExact || req.Scheme != SchemeExact {
 		return SVMTransfer{}, refuse("unsupported_scheme", "scheme must be exact")
@@ -69,6 +70,30 @@ func VerifySVM(p PaymentPayload, req PaymentRequirements, feePayer solana.Public
 	if p.Accepted.Network != req.Network {
 		return SVMTransfer{}, refuse("network_mismatch", "payment is for %s, requirements for %s", p.Accepted.Network, req.Network)
 	}
+	t, err := authenticSVM(p, feePayer)
+	if err != nil {
+		return SVMTransfer{}, err
+	}
+	mint, err := solana.PublicKeyFromBase58(req.Asset)
+	if err != nil || !t.Mint.Equals(mint) {
+		return t, refuse(ReasonSVMMint, "transfer mint %s is not %s", t.Mint, req.Asset)
+	}
+	payTo, err := solana.PublicKeyFromBase58(req.PayTo)
+	if err != nil {
+		return t, refuse(ReasonSVMRecipient, "requirements payTo is not a base58 address")
+	}
+	if dest, _, err := solana.FindAssociatedTokenAddress(payTo, mint); err != nil || !t.Destination.Equals(dest) {
+		return t, refuse(ReasonSVMRecipient, "transfer destination %s is not the payee's token account", t.Destination)
+	}
+	if strconv.FormatUint(t.Amount, 10) != req.Amount {
+		return t, refuse(ReasonSVMAmount, "transfer amount %d, price %s", t.Amount, req.Amount)
+	}
+	return t, nil
+}
+
+// authenticSVM decodes the transaction, checks its layout and that the
+// transfer's authority signed it.
+func authenticSVM(p PaymentPayload, feePayer solana.PublicKey) (SVMTransfer, error) {
 	var sp SVMPayload
 	if err := json.Unmarshal(p.Payload, &sp); err != nil || sp.Transaction == "" {
 		return SVMTransfer{}, refuse(ReasonSVMDecode, "payload must carry a base64 transaction")
@@ -114,44 +139,30 @@ func VerifySVM(p PaymentPayload, req PaymentRequirements, feePayer solana.Public
 	t := SVMTransfer{Tx: tx, Source: acct(0), Mint: acct(1), Destination: acct(2), Authority: acct(3), Amount: binary.LittleEndian.Uint64(tr.Data[1:9])}
 	for _, idx := range tr.Accounts {
 		if pk, _ := m.Account(idx); pk.Equals(feePayer) {
-			return t, refuse(ReasonSVMFeePayerFunds, "the fee payer must not take part in the transfer")
+			return SVMTransfer{}, refuse(ReasonSVMFeePayerFunds, "the fee payer must not take part in the transfer")
 		}
 	}
-	mint, err := solana.PublicKeyFromBase58(req.Asset)
-	if err != nil || !t.Mint.Equals(mint) {
-		return t, refuse(ReasonSVMMint, "transfer mint %s is not %s", t.Mint, req.Asset)
-	}
-	payTo, err := solana.PublicKeyFromBase58(req.PayTo)
-	if err != nil {
-		return t, refuse(ReasonSVMRecipient, "requirements payTo is not a base58 address")
-	}
-	if dest, _, err := solana.FindAssociatedTokenAddress(payTo, mint); err != nil || !t.Destination.Equals(dest) {
-		return t, refuse(ReasonSVMRecipient, "transfer destination %s is not the payee's token account", t.Destination)
-	}
-	if strconv.FormatUint(t.Amount, 10) != req.Amount {
-		return t, refuse(ReasonSVMAmount, "transfer amount %d, price %s", t.Amount, req.Amount)
-	}
-	if wantSource, _, err := solana.FindAssociatedTokenAddress(t.Authority, mint); err != nil || !t.Source.Equals(wantSource) {
-		return t, refuse(ReasonSVMNoTransfer, "transfer source is not the payer's token account")
+	if wantSource, _, err := solana.FindAssociatedTokenAddress(t.Authority, t.Mint); err != nil || !t.Source.Equals(wantSource) {
+		return SVMTransfer{}, refuse(ReasonSVMNoTransfer, "transfer source is not the payer's token account")
 	}
 	msg, err := m.MarshalBinary()
 	if err != nil {
-		return t, refuse(ReasonSVMDecode, "%v", err)
+		return SVMTransfer{}, refuse(ReasonSVMDecode, "%v", err)
 	}
 	signers := m.Signers()
 	if len(tx.Signatures) != len(signers) {
-		return t, refuse(ReasonSVMSignature, "expected %d signature slots, got %d", len(signers), len(tx.Signatures))
+		return SVMTransfer{}, refuse(ReasonSVMSignature, "expected %d signature slots, got %d", len(signers), len(tx.Signatures))
 	}
 	for i, s := range signers {
 		if s.Equals(t.Authority) {
 			if !tx.Signatures[i].Verify(s, msg) {
-				return t, refuse(ReasonSVMSignature, "the payer's signature does not verify")
+				return SVMTransfer{}, refuse(ReasonSVMSignature, "the payer's signature does not verify")
 			}
 			t.PayerSignature = tx.Signatures[i]
 			return t, nil
 		}
 	}
-	return t, refuse(ReasonSVMSignature, "the transfer authority did not sign")
+	return SVMTransfer{}, refuse(ReasonSVMSignature, "the transfer authority did not sign")
 }
 
 // SignSVM builds and partially signs a payment the way the official
@@ -212,43 +223,9 @@ func SignSVM(req PaymentRequirements, payer solana.PrivateKey, blockhash solana.
 	return PaymentPayload{X402Version: Version, Accepted: req, Payload: payload}, nil
 }
 
-// Identify names a payment before it is verified: its payer and a value
-// unique to it (EVM: the authorization nonce; Solana: the payer's
-// signature). EVM addresses come lower-cased; base58 is case-sensitive and
-// kept as is.
-func Identify(p PaymentPayload) (payer, id string, err error) {
-	if strings.HasPrefix(p.Accepted.Network, "solana:") {
-		var sp SVMPayload
-		if err := json.Unmarshal(p.Payload, &sp); err != nil {
-			return "", "", refuse(ReasonSVMDecode, "payload must carry a base64 transaction")
-		}
-		tx, err := solana.TransactionFromBase64(sp.Transaction)
-		if err != nil {
-			return "", "", refuse(ReasonSVMDecode, "%v", err)
-		}
-		m := &tx.Message
-		if len(m.Instructions) < 3 || len(m.Instructions[2].Accounts) < 4 {
-			return "", "", refuse(ReasonSVMNoTransfer, "the third instruction must be a token TransferChecked")
-		}
-		authority, err := m.Account(m.Instructions[2].Accounts[3])
-		if err != nil {
-			return "", "", refuse(ReasonSVMNoTransfer, "%v", err)
-		}
-		for i, s := range m.Signers() {
-			if s.Equals(authority) && i < len(tx.Signatures) && !tx.Signatures[i].IsZero() {
-				return authority.String(), tx.Signatures[i].String(), nil
-			}
-		}
-		return "", "", refuse(ReasonSVMSignature, "the transfer authority did not sign")
-	}
-	ep, _, err := ParseEVMPayload(p.Payload)
-	if err != nil {
-		return "", "", err
-	}
-	return strings.ToLower(ep.Authorization.From), strings.ToLower(ep.Authorization.Nonce), nil
-}
-
-// NormalizeAddress is how a wallet address is keyed on its network.
+// NormalizeAddress is how a wallet address is keyed on its network: EVM
+// addresses lower-cased, base58 (case-sensitive) kept as is. Keys are never
+// shown: answers spell addresses with DisplayAddress.
 func NormalizeAddress(network, addr string) string {
 	if strings.HasPrefix(network, "eip155:") {
 		return strings.ToLower(addr)

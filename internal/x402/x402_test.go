@@ -202,7 +202,8 @@ func FuzzDecodePaymentPayload(f *testing.F) {
 		}
 		// Whatever decodes must survive identification and verification on
 		// either network without panicking.
-		_, _, _ = Identify(p)
+		_, _ = VerifySignature(p, req)
+		_, _ = VerifySignature(p, p.Accepted)
 		_, _, _ = VerifyEVM(p, req, time.Unix(1_800_000_000, 0))
 		_, _ = VerifySVM(p, p.Accepted, solana.PublicKey{})
 	})

@@ -205,3 +205,26 @@ func (c *Chain) TransferWithAuthorization(ctx context.Context, from, to common.A
 	}
 	return receipt.TxHash, nil
 }
+
+// AuthorizationTransfer finds the transaction that spent from's EIP-3009
+// nonce (its AuthorizationUsed event) and the token transfer it made.
+func (c *Chain) AuthorizationTransfer(ctx context.Context, from common.Address, nonce [32]byte) (common.Hash, common.Address, *big.Int, bool, error) {
+	used, transfer := c.abi.Events["AuthorizationUsed"], c.abi.Events["Transfer"]
+	logs, err := c.client.FilterLogs(ctx, ethereum.FilterQuery{
+		FromBlock: big.NewInt(0), Addresses: []common.Address{c.Token},
+		Topics: [][]common.Hash{{used.ID}, {common.BytesToHash(from.Bytes())}, {common.Hash(nonce)}},
+	})
+	if err != nil || len(logs) == 0 {
+		return common.Hash{}, common.Address{}, nil, false, err
+	}
+	receipt, err := c.receipt(ctx, logs[0].TxHash)
+	if err != nil {
+		return common.Hash{}, common.Address{}, nil, false, err
+	}
+	for _, l := range receipt.Logs {
+		if l.Address == c.Token && len(l.Topics) == 3 && l.Topics[0] == transfer.ID && common.BytesToAddress(l.Topics[1].Bytes()) == from {
+			return l.TxHash, common.BytesToAddress(l.Topics[2].Bytes()), new(big.Int).SetBytes(l.Data), true, nil
+		}
+	}
+	return common.Hash{}, common.Address{}, nil, false, fmt.Errorf("transaction %s spent the authorization without a transfer", logs[0].TxHash)
+}
