@@ -44,7 +44,6 @@ type SettleOutcome struct {
 	AlreadyRedeemed bool
 }
 
-
 // ErrUnconfirmed types the error of a settlement whose outcome the chain
 // could not confirm yet (the facilitator's answer was lost and no finder
 // can look it up); retrying asks again.

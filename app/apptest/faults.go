@@ -57,7 +57,9 @@ func (f *Faults) Settle(ctx context.Context, p x402.PaymentPayload, req x402.Pay
 	return resp, err
 }
 
-func (f *Faults) Supported(ctx context.Context) (x402.Supported, error) { return f.inner.Supported(ctx) }
+func (f *Faults) Supported(ctx context.Context) (x402.Supported, error) {
+	return f.inner.Supported(ctx)
+}
 
 // FindSettlement passes through to the facilitator's finder.
 func (f *Faults) FindSettlement(ctx context.Context, p x402.PaymentPayload, req x402.PaymentRequirements) (x402.SettleResponse, bool, error) {
