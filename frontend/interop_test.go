@@ -15,24 +15,33 @@ import (
 	"conduit/internal/x402"
 )
 
-var npmOnce sync.Once
+var (
+	npmOnce sync.Once
+	npmErr  error
+)
+
+// officialClients installs the official x402 clients of interop/x402
+// (npm ci), once per test binary.
+func officialClients(t *testing.T) {
+	t.Helper()
+	npmOnce.Do(func() {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--silent")
+		cmd.Dir = "../interop/x402"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			npmErr = err
+			t.Logf("npm ci: %s", out)
+		}
+	})
+	if npmErr != nil {
+		t.Fatalf("installing the official x402 clients failed: %v", npmErr)
+	}
+}
 
 // TestOfficialX402ClientPaysTopUp pays the top-up endpoint with the
 // official @x402/fetch + @x402/evm packages and a viem private-key
 // account, unmodified (interop/x402/pay.mjs).
 func TestOfficialX402ClientPaysTopUp(t *testing.T) {
-	var installErr error
-	npmOnce.Do(func() {
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--silent")
-		cmd.Dir = "../interop/x402"
-		if out, err := cmd.CombinedOutput(); err != nil {
-			installErr = err
-			t.Logf("npm ci: %s", out)
-		}
-	})
-	if installErr != nil {
-		t.Fatalf("installing the official x402 clients failed: %v", installErr)
-	}
+	officialClients(t)
 	acct, bearer := env.NewAccount(t)
 	key, _ := crypto.GenerateKey()
 	payer := crypto.PubkeyToAddress(key.PublicKey)

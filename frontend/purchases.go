@@ -53,9 +53,11 @@ func (s *Server) purchases(c *gin.Context) {
 		s.signInRequired(c, http.StatusUnauthorized, signInReason(err))
 		return
 	}
+	// The domain is the one the challenge names: the public URL's host,
+	// with its port when that is not the scheme's default.
 	u, _ := url.Parse(s.url(PurchasesPath))
 	addr, err := siwx.Verify(proof, siwx.Expect{
-		Domain: u.Hostname(), Origin: u.Scheme + "://" + u.Host, Networks: s.deps.Payments.Networks(), MaxAge: signInMaxAge,
+		Domain: siwx.Host(u), Origin: u.Scheme + "://" + u.Host, Networks: s.deps.Payments.Networks(), MaxAge: signInMaxAge,
 	}, time.Now())
 	if err != nil {
 		s.signInRequired(c, http.StatusUnauthorized, signInReason(err))

@@ -205,18 +205,26 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// jsHostname is new URL(u).hostname: lower case, IPv6 in brackets.
-func jsHostname(u *url.URL) string {
+// Host is new URL(u).host, what the official client and server take for
+// the domain: the host name in lower case (an IPv6 literal in brackets),
+// then ":port" when the URL names a port other than its scheme's default
+// (80 for http, 443 for https).
+func Host(u *url.URL) string {
 	h := strings.ToLower(u.Hostname())
 	if strings.Contains(h, ":") {
 		h = "[" + h + "]"
+	}
+	if p := port(u); p != "" {
+		h += ":" + p
 	}
 	return h
 }
 
 // NewChallenge builds the challenge for resourceURL as the official server
 // does: a fresh nonce (16 random bytes, 32 hex characters), domain = the
-// URL's hostname without port, uri = resourceURL, resources = [uri],
+// URL's Host (with the port when it is not the scheme's default: the
+// official client refuses to sign a challenge whose domain is not the
+// host of the URL it fetched), uri = resourceURL, resources = [uri],
 // issuedAt = now and expirationTime = now+ttl (none when ttl <= 0), both
 // as toISOString; one chain per network (deduplicated), "ed25519" for
 // solana:*, "eip191" for eip155:*. The statement (may be empty) and the
@@ -254,7 +262,7 @@ func NewChallenge(resourceURL string, networks []string, statement string, now t
 		return Challenge{}, err
 	}
 	in := Info{
-		Domain: jsHostname(u), URI: resourceURL, Version: "1", Nonce: hex.EncodeToString(n[:]),
+		Domain: Host(u), URI: resourceURL, Version: "1", Nonce: hex.EncodeToString(n[:]),
 		IssuedAt: FormatTime(now), Statement: statement, Resources: []string{resourceURL},
 	}
 	if ttl > 0 {

@@ -120,21 +120,42 @@ func TestChallengeShape(t *testing.T) {
 	}
 
 	// No ttl: no expirationTime (as the official server without
-	// expirationSeconds); the port is not part of the domain; the host is
-	// lower-cased as new URL().hostname does; networks are deduplicated.
+	// expirationSeconds); the domain is new URL().host: the host
+	// lower-cased, with a port that is not the scheme's default (the
+	// official client checks the domain against the host it fetched);
+	// networks are deduplicated.
 	ch, err := NewChallenge("http://LocalHost:8080/x?y=1", []string{base, base}, "", now, 0)
-	if err != nil || ch.Info.Domain != "localhost" || ch.Info.ExpirationTime != "" || ch.Info.Statement != "" || len(ch.SupportedChains) != 1 {
+	if err != nil || ch.Info.Domain != "localhost:8080" || ch.Info.ExpirationTime != "" || ch.Info.Statement != "" || len(ch.SupportedChains) != 1 {
 		t.Fatalf("%+v %v", ch, err)
 	}
-	// An IPv6 host is bracketed, as new URL().hostname writes it (the SIWE
-	// grammar needs the brackets), and still matches a bare Expect.Domain.
+	for u, domain := range map[string]string{
+		"http://a.example:80/x": "a.example", "https://a.example:443/x": "a.example", "http://a.example/x": "a.example",
+		"https://a.example:80/x": "a.example:80", "http://a.example:443/x": "a.example:443", "http://127.0.0.1:08080/x": "127.0.0.1:8080",
+	} {
+		if ch, err := NewChallenge(u, nil, "", now, time.Minute); err != nil || ch.Info.Domain != domain {
+			t.Errorf("%s: domain %q, want %q (%v)", u, ch.Info.Domain, domain, err)
+		}
+	}
+	// An IPv6 host is bracketed, as new URL().host writes it (the SIWE
+	// grammar needs the brackets); it matches the origin's host, the
+	// bracketed or bare host name when there is no port, and not without
+	// its port.
 	ch, err = NewChallenge("http://[::1]:8080/x", []string{base}, "", now, time.Minute)
-	if err != nil || ch.Info.Domain != "[::1]" {
+	if err != nil || ch.Info.Domain != "[::1]:8080" {
 		t.Fatalf("%+v %v", ch, err)
 	}
 	p, _ := SignEVM(ch, base, evmKey(t))
-	if _, err := Verify(p, Expect{Domain: "::1", Origin: "http://[::1]:8080", Networks: []string{base}}, now); err != nil {
-		t.Fatal(err)
+	for domain, ok := range map[string]bool{"": true, "[::1]:8080": true, "::1": false, "[::1]": false} {
+		if _, err := Verify(p, Expect{Domain: domain, Origin: "http://[::1]:8080", Networks: []string{base}}, now); (err == nil) != ok {
+			t.Errorf("Expect.Domain %q: %v", domain, err)
+		}
+	}
+	ch, _ = NewChallenge("http://[::1]/x", []string{base}, "", now, time.Minute)
+	p, _ = SignEVM(ch, base, evmKey(t))
+	for _, domain := range []string{"", "::1", "[::1]"} {
+		if _, err := Verify(p, Expect{Domain: domain, Origin: "http://[::1]", Networks: []string{base}}, now); err != nil || ch.Info.Domain != "[::1]" {
+			t.Errorf("Expect.Domain %q: %v", domain, err)
+		}
 	}
 	// No networks: an empty list, not null.
 	ch, _ = NewChallenge("https://a.example/", nil, "", now, time.Minute)
@@ -661,6 +682,29 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 
+	// On a port that is not the scheme's default the domain carries the
+	// port, as in the official server (validateSIWxMessage compares it
+	// with new URL(origin).host): the host name alone is a mismatch.
+	onPort := Expect{Origin: "https://api.example.com:8443", Networks: expect.Networks}
+	portCh, err := NewChallenge("https://api.example.com:8443/api/x402/purchases", expect.Networks, "", now, time.Minute)
+	if err != nil || portCh.Info.Domain != "api.example.com:8443" {
+		t.Fatalf("%+v %v", portCh.Info, err)
+	}
+	for domain, reason := range map[string]string{
+		"api.example.com:8443": "<nil>", "API.example.com:8443": "<nil>",
+		"api.example.com": "domain mismatch", "api.example.com:443": "domain mismatch", "api.example.com:8444": "domain mismatch",
+	} {
+		ch := portCh
+		ch.Info.Domain = domain
+		p, err := SignEVM(ch, base, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Verify(p, onPort, now); reasonOf(err) != reason {
+			t.Errorf("domain %q on port 8443: %q, want %q", domain, reasonOf(err), reason)
+		}
+	}
+
 	// MaxAge defaults to 5 minutes and names itself in the reason.
 	if _, err := Verify(ok, Expect{Domain: expect.Domain, Origin: expect.Origin, Networks: expect.Networks}, now.Add(6*time.Minute)); reasonOf(err) != "issuedAt is older than 5 minutes" {
 		t.Error(err)
@@ -847,4 +891,38 @@ func FuzzParseHeader(f *testing.F) {
 			t.Fatalf("an unsigned proof verified: %+v", p)
 		}
 	})
+}
+
+// A proof the official client (@x402/extensions 2.27.0 createSIWxPayload,
+// viem privateKeyToAccount of evmKey) made for an API on a non-default
+// port: the domain carries the port, the message is rebuilt byte for byte
+// and verifies, and SignEVM makes the same (deterministic) signature.
+func TestOfficialClientProofOnAPort(t *testing.T) {
+	const (
+		official = `{"domain":"127.0.0.1:41234","address":"0x9858EfFD232B4033E47d90003D41EC34EcaEda94","statement":"Sign in to list your purchases","uri":"http://127.0.0.1:41234/api/x402/purchases","version":"1","chainId":"eip155:8453","type":"eip191","nonce":"a1b2c3d4e5f67890a1b2c3d4e5f67890","issuedAt":"2026-11-22T10:30:00.000Z","expirationTime":"2026-11-22T10:35:00.000Z","resources":["http://127.0.0.1:41234/api/x402/purchases"],"signature":"0x195b4ff21ebdc255ce14a4823e6e31e29728a87ebbe4ed018c953773c112d4d376c03c726f8e3e479991b8083deeb43b79ebe6cd76c87e332efa855cc15e75711c"}`
+		message  = "127.0.0.1:41234 wants you to sign in with your Ethereum account:\n0x9858EfFD232B4033E47d90003D41EC34EcaEda94\n\n" +
+			"Sign in to list your purchases\n\nURI: http://127.0.0.1:41234/api/x402/purchases\nVersion: 1\nChain ID: 8453\n" +
+			"Nonce: a1b2c3d4e5f67890a1b2c3d4e5f67890\nIssued At: 2026-11-22T10:30:00.000Z\nExpiration Time: 2026-11-22T10:35:00.000Z\n" +
+			"Resources:\n- http://127.0.0.1:41234/api/x402/purchases"
+	)
+	p, err := ParseHeader(base64.StdEncoding.EncodeToString([]byte(official)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := SIWEMessage(p); err != nil || msg != message {
+		t.Fatalf("%q %v", msg, err)
+	}
+	addr, err := Verify(p, Expect{Origin: "http://127.0.0.1:41234", Networks: []string{base}}, now.Add(time.Minute))
+	if err != nil || addr != "0x9858effd232b4033e47d90003d41ec34ecaeda94" {
+		t.Fatalf("%q %v", addr, err)
+	}
+	ch := Challenge{Info: p.Info, SupportedChains: []Chain{{ChainID: base, Type: TypeEIP191}}}
+	if mine, err := SignEVM(ch, base, evmKey(t)); err != nil || mine.Signature != p.Signature {
+		t.Fatalf("%s %v", mine.Signature, err)
+	}
+	// The same proof against the bare host name, as a portless challenge
+	// would have named it: refused.
+	if _, err := Verify(p, Expect{Domain: "127.0.0.1", Origin: "http://127.0.0.1:41234", Networks: []string{base}}, now.Add(time.Minute)); reasonOf(err) != ReasonDomainMismatch {
+		t.Fatal(err)
+	}
 }

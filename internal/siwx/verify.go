@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 
 // Expect is what a proof must match.
 type Expect struct {
-	// Domain is the host the challenge named, without port (compared
-	// case-insensitively, as host names are).
+	// Domain is the domain the challenge named: host[:port] as Host
+	// writes it (compared case-insensitively, as host names are). Empty
+	// means Host(Origin), which is what NewChallenge puts in a challenge
+	// for a resource on Origin.
 	Domain string
 	// Origin is scheme://host[:port] of the resource; the proof's uri must
 	// be on it (same scheme, host and port).
@@ -38,13 +41,15 @@ const DefaultMaxAge = 5 * time.Minute
 const ClockSkew = 30 * time.Second
 
 // Verify checks a proof, in this order: version "1"; domain equals
-// want.Domain; uri is on want.Origin; chainId is one of want.Networks and
-// fits type (eip155 → eip191, solana → ed25519); issuedAt at most MaxAge
-// old and at most ClockSkew ahead; expirationTime, if present, after now;
-// notBefore, if present, at most ClockSkew ahead; then the signature over
-// the rebuilt message (SIWEMessage: EIP-191 personal_sign, recovered with
-// secp256k1 and compared with the address case-insensitively;
-// SIWSMessage: Ed25519 under the base58 public key that is the address).
+// want.Domain (its port included: "api.example.com" does not match
+// "api.example.com:8443", as in the official server); uri is on
+// want.Origin; chainId is one of want.Networks and fits type (eip155 →
+// eip191, solana → ed25519); issuedAt at most MaxAge old and at most
+// ClockSkew ahead; expirationTime, if present, after now; notBefore, if
+// present, at most ClockSkew ahead; then the signature over the rebuilt
+// message (SIWEMessage: EIP-191 personal_sign, recovered with secp256k1
+// and compared with the address case-insensitively; SIWSMessage: Ed25519
+// under the base58 public key that is the address).
 //
 // It returns the signing address, normalized: EVM as lowercase 0x-hex,
 // Solana base58 as sent. A refusal is an *Error (see the Reason*
@@ -63,7 +68,11 @@ func Verify(p Proof, want Expect, now time.Time) (string, error) {
 	if p.Version != "1" {
 		return "", malformed(`version must be "1"`)
 	}
-	if !strings.EqualFold(bareHost(p.Domain), bareHost(want.Domain)) {
+	domain := want.Domain
+	if domain == "" {
+		domain = Host(origin)
+	}
+	if !strings.EqualFold(bareHost(p.Domain), bareHost(domain)) {
 		return "", refuse(ReasonDomainMismatch)
 	}
 	if !onOrigin(p.URI, origin) {
@@ -142,8 +151,13 @@ func onOrigin(uri string, origin *url.URL) bool {
 		port(u) == port(origin)
 }
 
+// port is u's port as new URL(u).port has it: without leading zeros, and
+// empty when it is the scheme's default.
 func port(u *url.URL) string {
 	p := u.Port()
+	if n, err := strconv.ParseUint(p, 10, 16); err == nil {
+		p = strconv.FormatUint(n, 10)
+	}
 	if (p == "443" && strings.EqualFold(u.Scheme, "https")) || (p == "80" && strings.EqualFold(u.Scheme, "http")) {
 		return ""
 	}

@@ -1,0 +1,40 @@
+// Signs in to the purchases listing of a running instance with the
+// official Sign-In-With-X client (@x402/extensions, unmodified) and a viem
+// private-key account, and prints the answer as JSON.
+// usage: node siwx.mjs <purchases url> <0x private key>
+//
+// The listing is an auth-only route (its 402 has no accepts), so the
+// client is the one the extension recommends: an x402Client with the SIWX
+// client extension, through @x402/fetch's wrapper. On the 402 it takes the
+// first offered chain of its signer's type (eip191 for an EVM account),
+// checks that the challenge is bound to the origin it fetched (domain =
+// that URL's host, port included; uri on that origin), signs the
+// EIP-4361 message and retries with the SIGN-IN-WITH-X header.
+// (wrapFetchWithSIWx picks the chain of accepts[0].network, so it only
+// signs in to routes that are also for sale.)
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { createSIWxClientExtension } from "@x402/extensions/sign-in-with-x";
+import { privateKeyToAccount } from "viem/accounts";
+
+const [url, key] = process.argv.slice(2);
+const account = privateKeyToAccount(key);
+const client = new x402Client().registerExtension(createSIWxClientExtension({ signers: [account] }));
+const fetchWithSignIn = wrapFetchWithPayment(fetch, client);
+let res;
+try {
+  res = await fetchWithSignIn(url);
+} catch (e) {
+  // The extension did not sign (e.g. a challenge not bound to the fetched
+  // origin), so the wrapper fell back to paying, which a free route cannot
+  // be.
+  console.log(JSON.stringify({ error: `not signed in: ${e.message}`, address: account.address }));
+  process.exit(1);
+}
+const text = await res.text();
+let body;
+try {
+  body = JSON.parse(text);
+} catch {
+  body = text;
+}
+console.log(JSON.stringify({ status: res.status, address: account.address, body }));
