@@ -15,11 +15,13 @@ import (
 )
 
 // signInOfficially lists w's purchases with the official Sign-In-With-X
-// client (@x402/extensions, unmodified: interop/x402/siwx.mjs) and
+// client (@x402/extensions, unmodified: interop/x402/siwx.mjs) — the
+// x402Client extension, or with mode "wrap" wrapFetchWithSIWx — and
 // returns the HTTP status and the decoded body.
-func signInOfficially(t *testing.T, w wallet) (int, map[string]any) {
+func signInOfficially(t *testing.T, w wallet, mode ...string) (int, map[string]any) {
 	t.Helper()
-	cmd := exec.Command("node", "siwx.mjs", env.URL+frontend.PurchasesPath, hexutil.Encode(crypto.FromECDSA(w.key)))
+	args := append([]string{"siwx.mjs", env.URL + frontend.PurchasesPath, hexutil.Encode(crypto.FromECDSA(w.key))}, mode...)
+	cmd := exec.Command("node", args...)
 	cmd.Dir = "../interop/x402"
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -64,13 +66,16 @@ func TestOfficialSIWxClientListsPurchases(t *testing.T) {
 		return ids
 	}
 
+	for _, mode := range []string{"extension", "wrap"} {
+		status, body := signInOfficially(t, w, mode)
+		if status != http.StatusOK || body["payer"] != w.addr.Hex() || body["network"] != "eip155:8453" {
+			t.Fatalf("%s: %d %v", mode, status, body)
+		}
+		if ids := runIDs(body); len(ids) != 1 || ids[0] != mine["runId"] {
+			t.Fatalf("%s: purchases %v, want only %v: %v", mode, ids, mine["runId"], body)
+		}
+	}
 	status, body := signInOfficially(t, w)
-	if status != http.StatusOK || body["payer"] != strings.ToLower(w.addr.Hex()) || body["network"] != "eip155:8453" {
-		t.Fatalf("%d %v", status, body)
-	}
-	if ids := runIDs(body); len(ids) != 1 || ids[0] != mine["runId"] {
-		t.Fatalf("purchases %v, want only %v: %v", ids, mine["runId"], body)
-	}
 	rec := body["purchases"].([]any)[0].(map[string]any)
 	if rec["kind"] != "speech" || rec["status"] != "success" || rec["audio"] == nil || rec["statusUrl"] == nil {
 		t.Fatalf("%v", rec)
@@ -78,7 +83,7 @@ func TestOfficialSIWxClientListsPurchases(t *testing.T) {
 
 	// Another wallet sees its own purchase and none of w's.
 	status, body = signInOfficially(t, other)
-	if status != http.StatusOK || body["payer"] != strings.ToLower(other.addr.Hex()) {
+	if status != http.StatusOK || body["payer"] != other.addr.Hex() {
 		t.Fatalf("%d %v", status, body)
 	}
 	if ids := runIDs(body); len(ids) != 1 || ids[0] != theirs["runId"] {

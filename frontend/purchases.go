@@ -34,8 +34,10 @@ const (
 const HeaderSignInWithX = "SIGN-IN-WITH-X"
 
 // purchases: GET /api/x402/purchases. Without a proof: 402 with a
-// Sign-In-With-X challenge (an x402 auth-only challenge: no accepts, the
-// challenge in extensions["sign-in-with-x"]). With a valid proof: every
+// Sign-In-With-X challenge in extensions["sign-in-with-x"], whose accepts
+// name the networks a wallet signs in from at amount 0 (the official
+// wrapFetchWithSIWx picks its chain from accepts[0].network; nothing is
+// ever settled here). With a valid proof: every
 // purchase of the signing wallet on that network — renders with their
 // records and fresh statusUrls, and top-ups. A bad proof: 401 with the
 // reason and a fresh challenge.
@@ -102,11 +104,9 @@ func (s *Server) signInRequired(c *gin.Context, status int, reason string) {
 		fail(c, err)
 		return
 	}
-	pr := x402.PaymentRequired{
-		X402Version: 2, Error: reason, Accepts: []x402.PaymentRequirements{},
-		Resource:   x402.ResourceInfo{URL: s.url(PurchasesPath), Description: "every purchase of the signing wallet", MimeType: "application/json"},
-		Extensions: map[string]any{siwx.ExtensionKey: ch},
-	}
+	resource := x402.ResourceInfo{URL: s.url(PurchasesPath), Description: "every purchase of the signing wallet", MimeType: "application/json"}
+	pr := x402.Challenge(resource, 0, s.deps.Payments.Offers, reason)
+	pr.Extensions = map[string]any{siwx.ExtensionKey: ch}
 	h, err := x402.EncodeHeader(pr)
 	if err != nil {
 		fail(c, err)

@@ -33,8 +33,15 @@ func signInChallenge(t *testing.T) siwx.Challenge {
 	if err := json.Unmarshal(raw, &ch); err != nil || ch.Info.Nonce == "" {
 		t.Fatalf("challenge %s: %v", raw, err)
 	}
-	if len(pr.Accepts) != 0 || pr.Resource.URL != env.URL+frontend.PurchasesPath {
+	// The offers only name the networks to sign in from: nothing is for
+	// sale here.
+	if len(pr.Accepts) != len(ch.SupportedChains) || pr.Resource.URL != env.URL+frontend.PurchasesPath {
 		t.Fatalf("%+v", pr)
+	}
+	for i, a := range pr.Accepts {
+		if a.Amount != "0" || a.Network != ch.SupportedChains[i].ChainID {
+			t.Fatalf("offer %d: %+v", i, a)
+		}
 	}
 	return ch
 }

@@ -1,25 +1,24 @@
 // Signs in to the purchases listing of a running instance with the
 // official Sign-In-With-X client (@x402/extensions, unmodified) and a viem
 // private-key account, and prints the answer as JSON.
-// usage: node siwx.mjs <purchases url> <0x private key>
+// usage: node siwx.mjs <purchases url> <0x private key> [extension|wrap]
 //
-// The listing is an auth-only route (its 402 has no accepts), so the
-// client is the one the extension recommends: an x402Client with the SIWX
-// client extension, through @x402/fetch's wrapper. On the 402 it takes the
-// first offered chain of its signer's type (eip191 for an EVM account),
-// checks that the challenge is bound to the origin it fetched (domain =
-// that URL's host, port included; uri on that origin), signs the
-// EIP-4361 message and retries with the SIGN-IN-WITH-X header.
-// (wrapFetchWithSIWx picks the chain of accepts[0].network, so it only
-// signs in to routes that are also for sale.)
+// Two official ways to sign in: "extension" (default), an x402Client with
+// the SIWX client extension through @x402/fetch's wrapper, which takes
+// the first offered chain of its signer's type; and "wrap",
+// wrapFetchWithSIWx, which takes the chain of accepts[0].network. Both
+// check that the challenge is bound to the origin they fetched (domain =
+// that URL's host, port included; uri on that origin), sign the EIP-4361
+// message and retry with the SIGN-IN-WITH-X header.
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import { createSIWxClientExtension } from "@x402/extensions/sign-in-with-x";
+import { createSIWxClientExtension, wrapFetchWithSIWx } from "@x402/extensions/sign-in-with-x";
 import { privateKeyToAccount } from "viem/accounts";
 
-const [url, key] = process.argv.slice(2);
+const [url, key, mode = "extension"] = process.argv.slice(2);
 const account = privateKeyToAccount(key);
-const client = new x402Client().registerExtension(createSIWxClientExtension({ signers: [account] }));
-const fetchWithSignIn = wrapFetchWithPayment(fetch, client);
+const fetchWithSignIn = mode === "wrap"
+  ? wrapFetchWithSIWx(fetch, account)
+  : wrapFetchWithPayment(fetch, new x402Client().registerExtension(createSIWxClientExtension({ signers: [account] })));
 let res;
 try {
   res = await fetchWithSignIn(url);
