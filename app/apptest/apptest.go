@@ -211,7 +211,8 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- p.Run(srvCtx, app.Roles{Frontend: true}, ln) }()
+	// The dev tools too: tests mint play tokens as the dev command's user does.
+	go func() { done <- p.Run(srvCtx, app.Roles{Frontend: true, DevTools: true}, ln) }()
 	cleanups = append(cleanups, func() { stopSrv(); <-done })
 	return env, cleanup, nil
 }

@@ -88,7 +88,7 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	banner(env, p, dataDir, stack, key, time.Since(started))
-	return p.Run(ctx, app.Roles{Frontend: true, Worker: true}, ln)
+	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
 }
 
 func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key string, took time.Duration) {
