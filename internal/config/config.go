@@ -80,8 +80,8 @@ var mainNetworks = map[string]bool{"eip155:8453": true, "solana:5eykt4UsFv8P8NJd
 // networks, so nothing signed for them can pass for a main-network payment.
 const (
 	// PlayNetwork is chain 31337, the id local development nodes (Hardhat
-	// Network, Foundry's Anvil) run under: no stablecoin or facilitator
-	// lives on it, and the official clients sign for any eip155 chain.
+	// Network, Foundry's Anvil) run under: not a payment network, and the
+	// official clients sign for any eip155 chain.
 	PlayNetwork = "eip155:31337"
 	// PlaySolanaNetwork is Solana devnet, whose tokens are free by design;
 	// the official Solana client accepts only the three cluster ids.
