@@ -28,6 +28,10 @@ import (
 type Roles struct {
 	Frontend bool
 	Worker   bool
+	// DevTools adds the frontend's dev-only routes (minting play tokens).
+	// The dev command and the test harness ask for them; the production
+	// commands never do.
+	DevTools bool
 }
 
 // Platform holds the connections every role shares.
@@ -117,6 +121,7 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 	}
 	deps := p.FrontendDeps()
 	deps.Deltas = p.Store.NewDeltaHub(ctx, p.Log)
+	deps.DevTools = roles.DevTools
 	return frontend.New(deps).Serve(ctx, ln)
 }
 

@@ -21,6 +21,10 @@ import (
 type Command struct {
 	Summary string
 	Run     func(ctx context.Context, env *Env, args []string) error
+	// Defaults replace built-in configuration defaults for this command
+	// (the dev command's play networks); the file and the environment
+	// still override them.
+	Defaults map[string]any
 }
 
 // Env is what every command gets: the loaded configuration and a logger.
@@ -73,7 +77,7 @@ func Main(name string, args []string, cmds map[string]Command) int {
 		fs.Usage()
 		return 2
 	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := config.Load(*cfgPath, cmd.Defaults)
 	if err == nil {
 		err = cfg.Validate()
 	}

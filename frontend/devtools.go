@@ -8,9 +8,13 @@ import (
 	"conduit/internal/money"
 )
 
+// DevMintPath credits play tokens; it is a dev tool (Deps.DevTools).
+const DevMintPath = "/dev/x402/mint"
+
 // devMint: POST /dev/x402/mint {address, usd} credits play tokens on the
-// embedded EVM network. The route exists only with the local facilitator:
-// its tokens are worth nothing outside this process.
+// embedded networks. The route exists only among the dev tools and with the
+// local facilitator: its tokens are worth nothing outside this process, and
+// a production deployment must never hand them out.
 func (s *Server) devMint(c *gin.Context) {
 	var body struct {
 		Address string       `json:"address"`

@@ -3,7 +3,6 @@ package frontend_test
 import (
 	"encoding/json"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -20,19 +19,13 @@ import (
 // returns the HTTP status and the decoded body.
 func signInOfficially(t *testing.T, w wallet, mode ...string) (int, map[string]any) {
 	t.Helper()
-	args := append([]string{"siwx.mjs", env.URL + frontend.PurchasesPath, hexutil.Encode(crypto.FromECDSA(w.key))}, mode...)
-	cmd := exec.Command("node", args...)
-	cmd.Dir = "../interop/x402"
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("official client: %v\n%s", err, out)
-	}
+	out := runOfficial(t, "siwx.mjs", append([]string{env.URL + frontend.PurchasesPath, hexutil.Encode(crypto.FromECDSA(w.key))}, mode...)...)
 	var res struct {
 		Status  int            `json:"status"`
 		Address string         `json:"address"`
 		Body    map[string]any `json:"body"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(string(out))), &res); err != nil {
+	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if res.Address != w.addr.Hex() {

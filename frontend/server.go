@@ -34,6 +34,10 @@ type Deps struct {
 	Payments *payments.Service
 	Media    Media
 	Log      *slog.Logger
+	// DevTools mounts the dev-only routes (POST /dev/x402/mint). Only the
+	// dev command and the test harness set it; the production binary never
+	// does.
+	DevTools bool
 }
 
 // Server is the API server.
@@ -73,8 +77,8 @@ func New(d Deps) *Server {
 	r.GET(PurchasesPath, s.paidRateLimit(), s.purchases)
 	r.GET(FilesPath+"*key", s.serveFile)
 	r.HEAD(FilesPath+"*key", s.serveFile)
-	if d.Payments.Enabled() && d.Payments.Chain != nil {
-		r.POST("/dev/x402/mint", s.devMint)
+	if d.DevTools && d.Payments.Enabled() && d.Payments.Chain != nil {
+		r.POST(DevMintPath, s.devMint)
 	}
 
 	// The route table: every /api route authenticates; each group names the

@@ -96,7 +96,7 @@ func run(m *testing.M, out **Env) int {
 	log := logging.New(w, "debug", "json")
 	slog.SetDefault(log)
 
-	env, cleanup, err := start(ctx, log)
+	env, cleanup, err := start(ctx, log, options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "apptest: the test platform could not start: %v\n", err)
 		cleanup()
@@ -109,7 +109,32 @@ func run(m *testing.M, out **Env) int {
 	return code
 }
 
-func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
+// StartPlay brings up one more platform for a single test, configured as
+// the dev command configures its own: agent payments on the play networks
+// (config.PlayNetwork, config.PlaySolanaNetwork) and no main-network
+// override. It has its own in-process Temporal server, worker and API, on
+// this platform's PostgreSQL database, and stops when the test ends.
+func (e *Env) StartPlay(t testing.TB) *Env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	play, cleanup, err := start(ctx, e.Platform.Log, options{databaseURL: e.Config.Database.URL, play: true})
+	t.Cleanup(func() { cleanup(); cancel() })
+	if err != nil {
+		t.Fatalf("apptest: the play platform could not start: %v", err)
+	}
+	play.logs = e.logs
+	return play
+}
+
+// options vary the platform start brings up.
+type options struct {
+	// databaseURL shares a database; empty makes a fresh one.
+	databaseURL string
+	// play runs payments on the play networks, as the dev command does.
+	play bool
+}
+
+func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), error) {
 	var cleanups []func()
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -123,11 +148,15 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 	cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 
 	// One database per test package keeps packages independent.
-	dbURL, dropDB, err := pg.TestDatabase(ctx, log)
-	if err != nil {
-		return nil, cleanup, err
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		u, dropDB, err := pg.TestDatabase(ctx, log)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		dbURL = u
+		cleanups = append(cleanups, dropDB)
 	}
-	cleanups = append(cleanups, dropDB)
 	stack, err := devstack.Start(ctx, devstack.Options{
 		DataDir:           dir,
 		EphemeralTemporal: true,
@@ -160,7 +189,15 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 		return nil, cleanup, err
 	}
 	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", hexutil.Encode(crypto.FromECDSA(key))
+	// The spec's default network ids, which the tests assert: main
+	// networks under the local facilitator, so the harness sets the
+	// dev-only override; StartPlay's platform needs none.
 	cfg.X402.Network = "eip155:8453"
+	cfg.X402.AllowLocalOnMainNetwork = true
+	if o.play {
+		cfg.X402.Network, cfg.X402.SolanaNetwork = config.PlayNetwork, config.PlaySolanaNetwork
+		cfg.X402.AllowLocalOnMainNetwork = false
+	}
 	// Every test calls from 127.0.0.1; the limit itself has its own tests.
 	cfg.X402.RateLimit = "100000-M"
 	// Pay-per-call: a fresh signing secret, files under the test folder,
@@ -211,7 +248,8 @@ func start(ctx context.Context, log *slog.Logger) (*Env, func(), error) {
 
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- p.Run(srvCtx, app.Roles{Frontend: true}, ln) }()
+	// The dev tools too: tests mint play tokens as the dev command's user does.
+	go func() { done <- p.Run(srvCtx, app.Roles{Frontend: true, DevTools: true}, ln) }()
 	cleanups = append(cleanups, func() { stopSrv(); <-done })
 	return env, cleanup, nil
 }

@@ -28,11 +28,14 @@ import (
 	"conduit/internal/payments"
 )
 
-// Command returns the `dev` subcommand.
+// Command returns the `dev` subcommand. Its embedded networks run under
+// the play network ids, never a main network's, so nothing signed for them
+// can pass for a real payment.
 func Command() app.Command {
 	return app.Command{
-		Summary: "start everything on embedded defaults (PostgreSQL, Temporal + UI, worker, API)",
-		Run:     run,
+		Summary:  "start everything on embedded defaults (PostgreSQL, Temporal + UI, worker, API)",
+		Run:      run,
+		Defaults: map[string]any{"x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork},
 	}
 }
 
@@ -88,7 +91,7 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	banner(env, p, dataDir, stack, key, time.Since(started))
-	return p.Run(ctx, app.Roles{Frontend: true, Worker: true}, ln)
+	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
 }
 
 func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key string, took time.Duration) {
@@ -103,7 +106,12 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 	fmt.Fprintf(w, "  data folder   %s\n", dataDir)
 	fmt.Fprintf(w, "  dev API key   %s   (also in %s)\n", key, filepath.Join(dataDir, KeyFile))
 	if pay := p.Payments; pay.Enabled() && pay.Chain != nil {
-		fmt.Fprintf(w, "  x402 top-up   %s%s on %s (local network, token %s)\n", env.Config.BaseURL(), payments.TopUpPath, pay.Network, pay.Chain.Token.Hex())
+		fmt.Fprintf(w, "  x402 top-up   %s%s\n", env.Config.BaseURL(), payments.TopUpPath)
+		fmt.Fprintf(w, "  x402 networks %s (%s EVM chain, token %s)\n", pay.Network, playOrLocal(pay.Network), pay.Chain.Token.Hex())
+		if pay.SolanaNetwork != "" {
+			fmt.Fprintf(w, "                %s (%s Solana ledger, mint %s)\n", pay.SolanaNetwork, playOrLocal(pay.SolanaNetwork), pay.SolanaMint)
+		}
+		fmt.Fprintf(w, "  x402 mint     POST %s%s {address, usd} (play tokens; dev command only)\n", env.Config.BaseURL(), frontend.DevMintPath)
 		if p.Media.Err == nil {
 			for _, path := range []string{frontend.VideoPath, frontend.SpeechPath, frontend.MusicPath} {
 				fmt.Fprintf(w, "  x402 %-8s %s%s (GET for the menu)\n", path[len("/api/x402/"):], env.Config.BaseURL(), path)
@@ -111,6 +119,15 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 		}
 	}
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
+}
+
+// playOrLocal names a local network: "play" under the play network ids,
+// "local" under any other the configuration chose.
+func playOrLocal(network string) string {
+	if network == config.PlayNetwork || network == config.PlaySolanaNetwork {
+		return "play"
+	}
+	return "local"
 }
 
 // redact hides the password of a database URL.

@@ -19,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"conduit/internal/config"
 	"conduit/internal/devstack/pg"
 	"conduit/workflows"
 )
@@ -67,7 +68,7 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	wfID := workflows.PingWorkflowID("dev-restart")
 
 	// First start: run a workflow whose history and row must survive.
-	stop := startDev(t, bin, envVars)
+	banner, stop := startDev(t, bin, envVars)
 	if code := httpGet(t, api+"/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz: %d", code)
 	}
@@ -111,10 +112,11 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	if bal := balanceOf(t, api, m[2]); bal != "57.5" {
 		t.Fatalf("after one pack recorded twice: %s", bal)
 	}
+	playNetworks(t, banner, api)
 	stop()
 
 	// Second start on the same data folder: the workflow is still known.
-	stop = startDev(t, bin, envVars)
+	_, stop = startDev(t, bin, envVars)
 	defer stop()
 	c, err = client.Dial(client.Options{HostPort: temporalAddr})
 	if err != nil {
@@ -131,6 +133,34 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	// The same key still works after the restart.
 	if again := readKey(t, filepath.Join(dataDir, "dev-api-key")); again != devKey || balanceOf(t, api, devKey) != "5" {
 		t.Fatal("the dev key did not survive the restart")
+	}
+}
+
+// playNetworks: the embedded networks present themselves under the play
+// ids, never a main network's, in the banner and in what they sign and
+// settle; the dev tools mint play tokens there, and the Go payer pays.
+func playNetworks(t *testing.T, banner, api string) {
+	t.Helper()
+	for _, want := range []string{
+		"x402 networks " + config.PlayNetwork + " (play EVM chain, token 0x",
+		config.PlaySolanaNetwork + " (play Solana ledger, mint ",
+		"x402 mint     POST " + api + "/dev/x402/mint",
+	} {
+		if !strings.Contains(banner, want) {
+			t.Errorf("the banner does not say %q:\n%s", want, banner)
+		}
+	}
+	if strings.Contains(banner, "eip155:8453") || strings.Contains(banner, "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp") {
+		t.Errorf("the banner names a main network:\n%s", banner)
+	}
+	out := runCLI(t, bin, "", "x402", "mint", "-api", api, "-usd", "6")
+	m := regexp.MustCompile(`new wallet (0x[0-9a-fA-F]{40}), key (0x[0-9a-f]{64})`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(out, `"network":"`+config.PlayNetwork+`"`) {
+		t.Fatalf("x402 mint printed:\n%s", out)
+	}
+	out = runCLI(t, bin, "", "x402", "pay", "-url", api+"/api/billing/credits/x402", "-key", m[2])
+	if !strings.Contains(out, "status 200") || !regexp.MustCompile(`settled 0x[0-9a-f]{64} on `+config.PlayNetwork+` by `+m[1]).MatchString(out) {
+		t.Fatalf("x402 pay printed:\n%s", out)
 	}
 }
 
@@ -162,7 +192,10 @@ func balanceOf(t *testing.T, api, key string) string {
 func runCLI(t *testing.T, bin, dbURL string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "CONDUIT_DATABASE_URL="+dbURL)
+	cmd.Env = os.Environ()
+	if dbURL != "" {
+		cmd.Env = append(cmd.Env, "CONDUIT_DATABASE_URL="+dbURL)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %v\n%s", args, err, out)
@@ -206,7 +239,7 @@ func TestDevCommandRefusesBusyPort(t *testing.T) {
 	}
 }
 
-func startDev(t *testing.T, bin string, envVars []string) (stop func()) {
+func startDev(t *testing.T, bin string, envVars []string) (banner string, stop func()) {
 	t.Helper()
 	cmd := exec.Command(bin, "dev")
 	cmd.Env = envVars
@@ -223,18 +256,20 @@ func startDev(t *testing.T, bin string, envVars []string) (stop func()) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	up := make(chan struct{})
+	up := make(chan string, 1)
 	go func() {
+		var printed strings.Builder
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			printed.WriteString(sc.Text() + "\n")
 			if strings.Contains(sc.Text(), "Press Ctrl-C") {
-				close(up)
+				up <- printed.String()
 			}
 		}
 	}()
 	go func() { exited <- cmd.Wait() }()
 	select {
-	case <-up:
+	case banner = <-up:
 	case err := <-exited:
 		b, _ := os.ReadFile(stderr.Name())
 		t.Fatalf("dev exited before coming up: %v\n%s", err, b)
@@ -242,7 +277,7 @@ func startDev(t *testing.T, bin string, envVars []string) (stop func()) {
 		_ = cmd.Process.Kill()
 		t.Fatal("dev did not come up within 120s")
 	}
-	return func() {
+	return banner, func() {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		select {
 		case err := <-exited:

@@ -70,6 +70,9 @@ type X402 struct {
 	// WalletRateLimit bounds paid calls per paying wallet, counted only
 	// once the payment's signature verified; empty means RateLimit.
 	WalletRateLimit string `mapstructure:"wallet_rate_limit"`
+	// AllowLocalOnMainNetwork lets the local facilitator run under a main
+	// network's id (dev-only: see localOnMainNetwork). Off by default.
+	AllowLocalOnMainNetwork bool `mapstructure:"allow_local_on_main_network"`
 }
 
 // WalletRate is the per-wallet budget: WalletRateLimit, else RateLimit.
@@ -80,8 +83,43 @@ func (x X402) WalletRate() string {
 	return x.RateLimit
 }
 
-// mainNetworks need facilitator credentials.
+// mainNetworks carry real money: they need facilitator credentials, and
+// the local facilitator refuses them.
 var mainNetworks = map[string]bool{"eip155:8453": true, "solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp": true}
+
+// The play networks are the ids the dev command gives its embedded
+// networks, so nothing signed for them can pass for a main-network payment.
+const (
+	// PlayNetwork is chain 31337, the id local development nodes (Hardhat
+	// Network, Foundry's Anvil) run under: not a payment network, and the
+	// official clients sign for any eip155 chain.
+	PlayNetwork = "eip155:31337"
+	// PlaySolanaNetwork is Solana devnet, whose tokens are free by design;
+	// the official Solana client accepts only the three cluster ids.
+	PlaySolanaNetwork = "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1"
+)
+
+// localOnMainNetwork refuses the local facilitator under a main network's
+// id: its tokens are minted for nothing, so on a main network they would
+// buy real credit. Only a dev setup may say otherwise.
+func (x X402) localOnMainNetwork() error {
+	if !x.Enabled || x.Facilitator != "local" || x.AllowLocalOnMainNetwork {
+		return nil
+	}
+	var main []string
+	if mainNetworks[x.Network] {
+		main = append(main, "x402.network "+x.Network)
+	}
+	if mainNetworks[x.SolanaNetwork] {
+		main = append(main, "x402.solana_network "+x.SolanaNetwork)
+	}
+	if len(main) == 0 {
+		return nil
+	}
+	return fmt.Errorf("x402.facilitator (%[1]s_X402_FACILITATOR) is local on a main network (%[2]s), where its free play tokens would buy real credit: "+
+		"use test networks (the dev command's are %[3]s and %[4]s) or a hosted facilitator, or in a dev-only setup set x402.allow_local_on_main_network (%[1]s_X402_ALLOW_LOCAL_ON_MAIN_NETWORK)",
+		EnvPrefix, strings.Join(main, ", "), PlayNetwork, PlaySolanaNetwork)
+}
 
 // Ready says why agent payments cannot be offered, or nil when they can.
 func (x X402) Ready() error {
@@ -235,14 +273,19 @@ var defaults = map[string]any{
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",
+
+	// Dev-only (docs/payments.md): leave it unset in every real deployment.
+	"x402.allow_local_on_main_network": false,
 }
 
 // Load reads defaults, the file named by path (optional; CONDUIT_CONFIG when
-// path is empty) and the environment. It does not validate: callers validate
-// for their role (see Validate and ValidateProduction).
-func Load(path string) (*Config, error) {
+// path is empty) and the environment. A command's own defaults (the dev
+// command's play networks) replace the built-in ones, never the file's or
+// the environment's values. It does not validate: callers validate for
+// their role (see Validate and ValidateProduction).
+func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range []map[string]any{defaults, mediaDefaults, audioDefaults} {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -329,6 +372,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := limiter.NewRateFromFormatted(c.X402.WalletRate()); c.X402.WalletRateLimit != "" && err != nil {
 		errs = append(errs, fmt.Errorf("x402.wallet_rate_limit (%s_X402_WALLET_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.WalletRateLimit))
+	}
+	if err := c.X402.localOnMainNetwork(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Runs.TruncateOutputChars < 100 {
 		errs = append(errs, fmt.Errorf("runs.truncate_output_chars (%s_RUNS_TRUNCATE_OUTPUT_CHARS) must be at least 100", EnvPrefix))

@@ -112,3 +112,96 @@ func TestDefaultsAreValid(t *testing.T) {
 		t.Fatalf("defaults refused: %v", err)
 	}
 }
+
+// The local facilitator mints its tokens for nothing: under a main
+// network's id it would sell real credit, so it is refused in one sentence
+// naming the dev-only override, unless that override is set.
+func TestLocalFacilitatorRefusesMainNetworks(t *testing.T) {
+	local := func(t *testing.T) *Config {
+		c, err := Load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.X402.Enabled, c.X402.Facilitator, c.X402.LocalKey = true, "local", "0x01"
+		return c
+	}
+	c := local(t)
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("the local facilitator started on the main networks")
+	}
+	msg := err.Error()
+	for _, want := range []string{"x402.network eip155:8453", "x402.solana_network solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp",
+		"x402.allow_local_on_main_network (CONDUIT_X402_ALLOW_LOCAL_ON_MAIN_NETWORK)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not name %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("want one sentence, got %q", msg)
+	}
+
+	c = local(t)
+	c.X402.SolanaNetwork = ""
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "solana_network") {
+		t.Fatalf("EVM alone on the main network: %v", err)
+	}
+	c = local(t)
+	c.X402.Network = "eip155:84532"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "x402.solana_network solana:5eykt") {
+		t.Fatalf("Solana alone on the main network: %v", err)
+	}
+
+	c = local(t)
+	c.X402.Network, c.X402.SolanaNetwork = PlayNetwork, PlaySolanaNetwork
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the play networks refused: %v", err)
+	}
+	c = local(t)
+	c.X402.Facilitator = "https://facilitator.example.test"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a hosted facilitator on the main networks refused: %v", err)
+	}
+	c = local(t)
+	c.X402.Enabled = false
+	if err := c.Validate(); err != nil {
+		t.Fatalf("payments off, yet refused: %v", err)
+	}
+
+	t.Setenv("CONDUIT_X402_ALLOW_LOCAL_ON_MAIN_NETWORK", "true")
+	c = local(t)
+	if !c.X402.AllowLocalOnMainNetwork {
+		t.Fatal("CONDUIT_X402_ALLOW_LOCAL_ON_MAIN_NETWORK not read")
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("the dev-only override did not apply: %v", err)
+	}
+}
+
+// A command's own defaults replace the built-in ones but never what the
+// file or the environment says.
+func TestCommandDefaultsYieldToFileAndEnv(t *testing.T) {
+	play := map[string]any{"x402.network": PlayNetwork, "x402.solana_network": PlaySolanaNetwork}
+	c, err := Load("", play)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.X402.Network != PlayNetwork || c.X402.SolanaNetwork != PlaySolanaNetwork {
+		t.Fatalf("command defaults not applied: %s %s", c.X402.Network, c.X402.SolanaNetwork)
+	}
+	if c, _ := Load(""); c.X402.Network != "eip155:8453" {
+		t.Fatalf("the built-in default changed: %s", c.X402.Network)
+	}
+	path := t.TempDir() + "/c.yaml"
+	if err := writeFile(path, "x402:\n  solana_network: \"\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CONDUIT_X402_NETWORK", "eip155:84532")
+	c, err = Load(path, play)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.X402.Network != "eip155:84532" || c.X402.SolanaNetwork != "" {
+		t.Fatalf("file or env lost to command defaults: %q %q", c.X402.Network, c.X402.SolanaNetwork)
+	}
+}

@@ -1,0 +1,142 @@
+package app_test
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
+	"conduit/frontend"
+	"conduit/internal/config"
+	"conduit/internal/devstack/pg"
+)
+
+// The production binary (cmd/conduit, built here) never mounts the dev
+// tools, whatever its configuration, and refuses the local facilitator
+// under a main network's id unless the dev-only override says otherwise.
+// It runs against the test platform's PostgreSQL and Temporal.
+func TestProductionBinaryHasNoDevToolsAndGuardsMainNetworks(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "conduit")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/conduit")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the production binary: %v\n%s", err, out)
+	}
+	key, _ := crypto.GenerateKey()
+	local := []string{
+		"CONDUIT_DATABASE_URL=" + env.Config.Database.URL,
+		"CONDUIT_TEMPORAL_ADDRESS=" + env.Config.Temporal.Address,
+		"CONDUIT_TEMPORAL_NAMESPACE=" + env.Config.Temporal.Namespace,
+		"CONDUIT_X402_ENABLED=true",
+		"CONDUIT_X402_FACILITATOR=local",
+		"CONDUIT_X402_LOCAL_KEY=" + hexutil.Encode(crypto.FromECDSA(key)),
+	}
+
+	t.Run("no mint route, even with the local facilitator on test networks", func(t *testing.T) {
+		api, stop := startProduction(t, bin, append(local, "CONDUIT_X402_NETWORK=eip155:84532", "CONDUIT_X402_SOLANA_NETWORK="+config.PlaySolanaNetwork))
+		defer stop()
+		// Payments are on, with the local facilitator...
+		if code := post(t, api+"/api/billing/credits/x402", `{}`); code != http.StatusPaymentRequired {
+			t.Fatalf("top-up: %d, want 402 (payments on)", code)
+		}
+		// ...and still nobody can mint its tokens.
+		if code := post(t, api+frontend.DevMintPath, `{"address":"0x000000000000000000000000000000000000dEaD","usd":1000}`); code != http.StatusNotFound {
+			t.Fatalf("POST %s: %d, want 404", frontend.DevMintPath, code)
+		}
+	})
+
+	t.Run("the local facilitator refuses eip155:8453 in one sentence", func(t *testing.T) {
+		cmd := exec.Command(bin, "frontend")
+		cmd.Env = append(os.Environ(), append(local, "CONDUIT_HTTP_ADDR=127.0.0.1:0", "CONDUIT_X402_NETWORK=eip155:8453", "CONDUIT_X402_SOLANA_NETWORK="+config.PlaySolanaNetwork)...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatal("the production binary started the local facilitator on eip155:8453")
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		want := "x402.facilitator (CONDUIT_X402_FACILITATOR) is local on a main network (x402.network eip155:8453)"
+		if len(lines) != 2 || lines[0] != "conduit: configuration error:" || !strings.HasPrefix(lines[1], want) ||
+			!strings.Contains(lines[1], "x402.allow_local_on_main_network (CONDUIT_X402_ALLOW_LOCAL_ON_MAIN_NETWORK)") {
+			t.Fatalf("want one sentence naming the setting, got:\n%s", out)
+		}
+	})
+
+	t.Run("with the dev-only override it starts, still without dev tools", func(t *testing.T) {
+		api, stop := startProduction(t, bin, append(local, "CONDUIT_X402_NETWORK=eip155:8453", "CONDUIT_X402_ALLOW_LOCAL_ON_MAIN_NETWORK=true"))
+		defer stop()
+		if code := post(t, api+"/api/billing/credits/x402", `{}`); code != http.StatusPaymentRequired {
+			t.Fatalf("top-up: %d, want 402", code)
+		}
+		if code := post(t, api+frontend.DevMintPath, `{"address":"0x000000000000000000000000000000000000dEaD","usd":1}`); code != http.StatusNotFound {
+			t.Fatalf("POST %s: %d, want 404", frontend.DevMintPath, code)
+		}
+	})
+}
+
+// startProduction runs `conduit frontend` with extra environment on a free
+// port until /healthz answers 200; stop ends it with SIGTERM.
+func startProduction(t *testing.T, bin string, extra []string) (api string, stop func()) {
+	t.Helper()
+	port, err := pg.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api = "http://127.0.0.1:" + itoa(port)
+	cmd := exec.Command(bin, "frontend")
+	cmd.Env = append(append(os.Environ(), extra...), "CONDUIT_HTTP_ADDR=127.0.0.1:"+itoa(port))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("conduit frontend did not stop cleanly: %v\n%s", err, out.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("conduit frontend did not stop within 30s")
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			t.Fatalf("conduit frontend exited before answering: %v\n%s", err, out.String())
+		default:
+		}
+		if resp, err := http.Get(api + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return api, stop
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("conduit frontend did not answer /healthz within 60s:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func post(t *testing.T, url, body string) int {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
