@@ -113,10 +113,3 @@ func (s *Store) DropPaymentIntent(ctx context.Context, network, payer, nonce, pu
 func (s *Store) PaymentByAuthorization(ctx context.Context, network, payer, nonce string) (Payment, error) {
 	return scanPayment(s.pool.QueryRow(ctx, `SELECT `+paymentCols+` FROM payments WHERE network = $1 AND payer = $2 AND nonce = $3`, network, payer, nonce))
 }
-
-// UnsettledPayments lists claims older than age that never settled: what
-// an operator reconciles when a settlement's outcome stayed unknown.
-func (s *Store) UnsettledPayments(ctx context.Context, age time.Duration) ([]Payment, error) {
-	return queryList(ctx, s, scanPayment, `SELECT `+paymentCols+` FROM payments WHERE status <> 'settled' AND created_at < now() - $1::interval ORDER BY created_at`,
-		age.String())
-}
