@@ -61,11 +61,14 @@ func fail(c *gin.Context, err error) {
 func toAPIError(c *gin.Context, err error) *APIError {
 	var apiErr *APIError
 	var inputErr *accounts.InputError
+	var grantErr *accounts.GrantError
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
 	case errors.As(err, &inputErr):
 		return &APIError{Status: http.StatusBadRequest, Message: inputErr.Msg}
+	case errors.As(err, &grantErr):
+		return &APIError{Status: http.StatusForbidden, Message: grantErr.Msg, Extra: map[string]any{"missingPermissions": grantErr.Missing}}
 	case errors.Is(err, accounts.ErrNoCredentials), errors.Is(err, accounts.ErrUnauthenticated):
 		return &APIError{Status: http.StatusUnauthorized, Message: authMessage(err)}
 	case errors.Is(err, store.ErrNotFound):

@@ -32,7 +32,8 @@ func toKeyJSON(k store.APIKey) keyJSON {
 		Prefix: apikey.Display(k.Prefix), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt, LastUsedAt: k.LastUsedAt}
 }
 
-// createKey: POST /api/keys {name, permissions?, walletAddress?}.
+// createKey: POST /api/keys {name, permissions?, walletAddress?}. A key
+// grants at most the permissions it holds (403 naming the rest).
 func (s *Server) createKey(c *gin.Context) {
 	var body struct {
 		Name          *string  `json:"name"`
@@ -47,7 +48,7 @@ func (s *Server) createKey(c *gin.Context) {
 		fail(c, errorf(http.StatusBadRequest, "name is required"))
 		return
 	}
-	k, plain, err := s.deps.Accounts.CreateKey(c.Request.Context(), principal(c).AccountID, accounts.KeyRequest{
+	k, plain, err := s.deps.Accounts.CreateKeyAs(c.Request.Context(), principal(c), accounts.KeyRequest{
 		Name: *body.Name, Permissions: body.Permissions, WalletAddress: body.WalletAddress,
 	})
 	if err != nil {
@@ -85,7 +86,8 @@ func (s *Server) getKey(c *gin.Context) {
 }
 
 // updateKey: PATCH /api/keys/{id} with any of name, permissions, status,
-// walletAddress (null clears it).
+// walletAddress (null clears it). A key can neither widen a key (itself
+// included) beyond its own permissions nor change a key that holds more.
 func (s *Server) updateKey(c *gin.Context) {
 	var raw map[string]json.RawMessage
 	if err := decodeJSON(c, &raw); err != nil {
@@ -123,7 +125,7 @@ func (s *Server) updateKey(c *gin.Context) {
 			return
 		}
 	}
-	k, err := s.deps.Accounts.UpdateKey(c.Request.Context(), principal(c).AccountID, c.Param("id"), p)
+	k, err := s.deps.Accounts.UpdateKey(c.Request.Context(), principal(c), c.Param("id"), p)
 	if err != nil {
 		fail(c, err)
 		return
@@ -133,7 +135,7 @@ func (s *Server) updateKey(c *gin.Context) {
 
 // deleteKey: DELETE /api/keys/{id} revokes the key for good.
 func (s *Server) deleteKey(c *gin.Context) {
-	if err := s.deps.Store.DeleteAPIKey(c.Request.Context(), principal(c).AccountID, c.Param("id")); err != nil {
+	if err := s.deps.Accounts.DeleteKey(c.Request.Context(), principal(c), c.Param("id")); err != nil {
 		fail(c, err)
 		return
 	}

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -28,6 +30,16 @@ type Service struct {
 type InputError struct{ Msg string }
 
 func (e *InputError) Error() string { return e.Msg }
+
+// GrantError refuses a key that asked to give permissions it does not
+// hold, or to change or delete a key holding some (403). Missing lists
+// them, sorted.
+type GrantError struct {
+	Msg     string
+	Missing []string
+}
+
+func (e *GrantError) Error() string { return e.Msg }
 
 func inputErrorf(format string, args ...any) error {
 	return &InputError{Msg: fmt.Sprintf(format, args...)}
@@ -59,6 +71,19 @@ func (p Principal) Has(scope string) bool {
 	return false
 }
 
+// Lacking lists the scopes of want that p does not hold, sorted, without
+// duplicates.
+func (p Principal) Lacking(want []string) []string {
+	var out []string
+	for _, s := range want {
+		if !p.Has(s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // CreateAccount opens a human account with its free credit.
 func (s *Service) CreateAccount(ctx context.Context, name string) (store.Account, error) {
 	return s.EnsureAccount(ctx, store.NewID("acct"), name)
@@ -81,8 +106,21 @@ type KeyRequest struct {
 }
 
 // CreateKey mints a key for the account and returns it with the plain
-// secret, which is never stored or shown again.
+// secret, which is never stored or shown again. It is the operator's way
+// (the CLI, the dev bootstrap): any permissions may be given.
 func (s *Service) CreateKey(ctx context.Context, account string, r KeyRequest) (store.APIKey, string, error) {
+	return s.createKey(ctx, account, r, nil)
+}
+
+// CreateKeyAs mints a key for the account of the key by, which can grant
+// at most the permissions it holds itself: asking for more (the default
+// scopes included, when by lacks them) is a GrantError naming what it
+// lacks, and nothing is created.
+func (s *Service) CreateKeyAs(ctx context.Context, by Principal, r KeyRequest) (store.APIKey, string, error) {
+	return s.createKey(ctx, by.AccountID, r, &by)
+}
+
+func (s *Service) createKey(ctx context.Context, account string, r KeyRequest, by *Principal) (store.APIKey, string, error) {
 	name, err := checkKeyName(r.Name)
 	if err != nil {
 		return store.APIKey{}, "", err
@@ -95,6 +133,16 @@ func (s *Service) CreateKey(ctx context.Context, account string, r KeyRequest) (
 	}
 	if err := checkWallet(r.WalletAddress); err != nil {
 		return store.APIKey{}, "", err
+	}
+	if by != nil {
+		if missing := by.Lacking(perms); len(missing) > 0 {
+			what := "permissions"
+			if r.Permissions == nil {
+				what = "the default permissions"
+			}
+			return store.APIKey{}, "", &GrantError{Missing: missing,
+				Msg: fmt.Sprintf("this API key cannot grant %s it does not hold: %s; a key can grant at most the permissions it holds", what, strings.Join(missing, ", "))}
+		}
 	}
 	m, err := apikey.Mint()
 	if err != nil {
@@ -114,9 +162,13 @@ type KeyPatch struct {
 	WalletAddress **string
 }
 
-// UpdateKey validates and applies a patch.
-func (s *Service) UpdateKey(ctx context.Context, account, id string, p KeyPatch) (store.APIKey, error) {
-	var patch store.APIKeyPatch
+// UpdateKey validates and applies a patch on behalf of the key by. A key
+// can give at most the permissions it holds, so it cannot widen any key,
+// itself included; and it can change only keys whose permissions it holds
+// all of (re-activating a stronger key would hand out what it lacks).
+// Either refusal is a GrantError and changes nothing.
+func (s *Service) UpdateKey(ctx context.Context, by Principal, id string, p KeyPatch) (store.APIKey, error) {
+	patch := store.APIKeyPatch{Within: nonNil(by.Scopes)}
 	if p.Name != nil {
 		name, err := checkKeyName(*p.Name)
 		if err != nil {
@@ -128,6 +180,10 @@ func (s *Service) UpdateKey(ctx context.Context, account, id string, p KeyPatch)
 		perms, err := apikey.NormalizeScopes(p.Permissions)
 		if err != nil {
 			return store.APIKey{}, &InputError{Msg: err.Error()}
+		}
+		if missing := by.Lacking(perms); len(missing) > 0 {
+			return store.APIKey{}, &GrantError{Missing: missing,
+				Msg: fmt.Sprintf("this API key cannot grant permissions it does not hold: %s; a key can grant at most the permissions it holds", strings.Join(missing, ", "))}
 		}
 		patch.Permissions = perms
 	}
@@ -143,7 +199,40 @@ func (s *Service) UpdateKey(ctx context.Context, account, id string, p KeyPatch)
 		}
 		patch.Wallet = p.WalletAddress
 	}
-	return s.Store.UpdateAPIKey(ctx, account, id, patch)
+	k, err := s.Store.UpdateAPIKey(ctx, by.AccountID, id, patch)
+	if errors.Is(err, store.ErrKeyOutranks) {
+		return k, s.outranked(ctx, by, id, "change")
+	}
+	return k, err
+}
+
+// DeleteKey revokes one of the account's keys for good on behalf of the
+// key by, which may delete only keys whose permissions it holds all of.
+func (s *Service) DeleteKey(ctx context.Context, by Principal, id string) error {
+	err := s.Store.DeleteAPIKey(ctx, by.AccountID, id, nonNil(by.Scopes))
+	if errors.Is(err, store.ErrKeyOutranks) {
+		return s.outranked(ctx, by, id, "delete")
+	}
+	return err
+}
+
+// outranked explains a refused change to a key holding more than by.
+func (s *Service) outranked(ctx context.Context, by Principal, id, verb string) error {
+	k, err := s.Store.APIKey(ctx, by.AccountID, id)
+	if err != nil {
+		return err
+	}
+	missing := by.Lacking(k.Permissions)
+	return &GrantError{Missing: missing,
+		Msg: fmt.Sprintf("this API key cannot %s a key that holds permissions it does not hold: %s", verb, strings.Join(missing, ", "))}
+}
+
+// nonNil makes "no scopes at all" a limit too (nil means no limit).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // Authenticate resolves an Authorization header value to its caller.

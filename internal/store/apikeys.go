@@ -73,7 +73,15 @@ type APIKeyPatch struct {
 	Status      *string
 	// Wallet: nil leaves it; a pointer to nil clears it.
 	Wallet **string
+	// Within, when not nil, applies the patch only to a key whose present
+	// permissions all appear in it (ErrKeyOutranks otherwise). The check
+	// is part of the UPDATE, so no concurrent change slips between them.
+	Within []string
 }
+
+// ErrKeyOutranks: a change limited to keys within a set of permissions
+// found the key holding one outside it.
+var ErrKeyOutranks = errors.New("the key holds permissions outside the allowed set")
 
 // UpdateAPIKey applies patch to one of the account's keys.
 func (s *Store) UpdateAPIKey(ctx context.Context, account, id string, p APIKeyPatch) (APIKey, error) {
@@ -82,27 +90,49 @@ func (s *Store) UpdateAPIKey(ctx context.Context, account, id string, p APIKeyPa
 	if setWallet {
 		wallet = *p.Wallet
 	}
-	return scanKey(s.pool.QueryRow(ctx, `
+	k, err := scanKey(s.pool.QueryRow(ctx, `
 		UPDATE api_keys SET
 			name = coalesce($3, name),
 			permissions = coalesce($4, permissions),
 			status = coalesce($5, status),
 			wallet_address = CASE WHEN $6 THEN $7 ELSE wallet_address END,
 			updated_at = now()
-		WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
-		RETURNING `+keyCols, id, account, p.Name, p.Permissions, p.Status, setWallet, wallet))
+		WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL AND ($8::text[] IS NULL OR permissions <@ $8::text[])
+		RETURNING `+keyCols, id, account, p.Name, p.Permissions, p.Status, setWallet, wallet, p.Within))
+	if errors.Is(err, ErrNotFound) && p.Within != nil {
+		return k, s.whyUnchanged(ctx, account, id)
+	}
+	return k, err
 }
 
-// DeleteAPIKey revokes a key for good.
-func (s *Store) DeleteAPIKey(ctx context.Context, account, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET deleted_at = now(), status = 'inactive' WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL`, id, account)
+// DeleteAPIKey revokes a key for good. within, when not nil, limits it to
+// a key whose permissions all appear in it (ErrKeyOutranks otherwise).
+func (s *Store) DeleteAPIKey(ctx context.Context, account, id string, within []string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET deleted_at = now(), status = 'inactive'
+		WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL AND ($3::text[] IS NULL OR permissions <@ $3::text[])`, id, account, within)
 	if err != nil {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
+		if within != nil {
+			return s.whyUnchanged(ctx, account, id)
+		}
 		return ErrNotFound
 	}
 	return nil
+}
+
+// whyUnchanged tells a missing key (ErrNotFound) from one that a
+// conditional change skipped because it outranks the caller.
+func (s *Store) whyUnchanged(ctx context.Context, account, id string) error {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL)`, id, account).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return ErrKeyOutranks
+	}
+	return ErrNotFound
 }
 
 // KeyByPrefix finds a live (not deleted) key and its secret hash for
