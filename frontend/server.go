@@ -54,6 +54,16 @@ func New(d Deps) *Server {
 	s := &Server{deps: d}
 	s.wallets = s.walletLimiter()
 	r := gin.New()
+	// The client address (per-address rate limits, the access log) is the
+	// TCP peer, unless that peer is one of http.trusted_proxies: then its
+	// X-Forwarded-For / X-Real-IP name the client. Gin walks the chain from
+	// the right and stops at the first address that is not a trusted proxy.
+	r.TrustedPlatform = ""
+	r.ForwardedByClientIP = true
+	r.RemoteIPHeaders = []string{"X-Forwarded-For", "X-Real-IP"}
+	if err := r.SetTrustedProxies(d.Config.HTTP.Proxies()); err != nil {
+		panic(err) // config.Validate refuses a malformed list
+	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
 	r.Use(requestContext(d.Log), recovery())

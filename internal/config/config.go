@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -192,6 +193,43 @@ type HTTP struct {
 	// http://<Addr>.
 	PublicURL       string        `mapstructure:"public_url"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// TrustedProxies lists the reverse proxies (IPs or CIDRs) whose
+	// X-Forwarded-For and X-Real-IP headers name the client. Empty (the
+	// default): the client is the TCP peer, and those headers are ignored.
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
+}
+
+// Proxies is TrustedProxies without surrounding spaces ("a, b" in an
+// environment variable), nil when none.
+func (h HTTP) Proxies() []string {
+	var out []string
+	for _, p := range h.TrustedProxies {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkProxies accepts IPv4 and IPv6 addresses and CIDRs, but no prefix
+// that covers every address: that would trust anyone's headers.
+func (h HTTP) checkProxies() error {
+	for _, p := range h.Proxies() {
+		if strings.Contains(p, "/") {
+			pfx, err := netip.ParsePrefix(p)
+			if err != nil {
+				return fmt.Errorf("http.trusted_proxies (%s_HTTP_TRUSTED_PROXIES) entry %q is neither an IP address nor a CIDR", EnvPrefix, p)
+			}
+			if pfx.Bits() == 0 {
+				return fmt.Errorf("http.trusted_proxies (%s_HTTP_TRUSTED_PROXIES) entry %q would trust every address's forwarding headers: name your proxies", EnvPrefix, p)
+			}
+			continue
+		}
+		if _, err := netip.ParseAddr(p); err != nil {
+			return fmt.Errorf("http.trusted_proxies (%s_HTTP_TRUSTED_PROXIES) entry %q is neither an IP address nor a CIDR", EnvPrefix, p)
+		}
+	}
+	return nil
 }
 
 // Database points at PostgreSQL. An empty URL means "the dev command starts
@@ -237,6 +275,7 @@ var defaults = map[string]any{
 	"http.addr":              "127.0.0.1:8080",
 	"http.public_url":        "",
 	"http.shutdown_timeout":  "15s",
+	"http.trusted_proxies":   []string{},
 	"database.url":           "",
 	"database.max_conns":     20,
 	"temporal.address":       "",
@@ -327,6 +366,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HTTP.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("http.shutdown_timeout (%s_HTTP_SHUTDOWN_TIMEOUT) must be positive", EnvPrefix))
+	}
+	if err := c.HTTP.checkProxies(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {

@@ -21,6 +21,37 @@ func TestLoadReadsPrefixedAndConventionalEnv(t *testing.T) {
 	}
 }
 
+func TestTrustedProxiesFromEnvAndFile(t *testing.T) {
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.HTTP.Proxies(); got != nil {
+		t.Fatalf("default trusted proxies %v, want none", got)
+	}
+	t.Setenv("CONDUIT_HTTP_TRUSTED_PROXIES", "10.0.0.0/8, 192.168.1.2,fd00::/8")
+	if c, err = Load(""); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.HTTP.Proxies(), " "); got != "10.0.0.0/8 192.168.1.2 fd00::/8" {
+		t.Fatalf("from the environment: %q", got)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("valid proxies refused: %v", err)
+	}
+	t.Setenv("CONDUIT_HTTP_TRUSTED_PROXIES", "")
+	path := t.TempDir() + "/c.yaml"
+	if err := writeFile(path, "http:\n  trusted_proxies: [172.16.0.0/12, \"2001:db8::1\"]\n"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.HTTP.Proxies(), " "); got != "172.16.0.0/12 2001:db8::1" {
+		t.Fatalf("from the file: %q", got)
+	}
+}
+
 func TestLoadFileThenEnvOverrides(t *testing.T) {
 	path := t.TempDir() + "/c.yaml"
 	if err := writeFile(path, "http:\n  addr: 127.0.0.1:7000\nlog:\n  level: debug\n"); err != nil {
@@ -59,6 +90,10 @@ func TestValidateNamesTheBadSetting(t *testing.T) {
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, "CONDUIT_LOG_FORMAT"},
 		{"empty namespace", func(c *Config) { c.Temporal.Namespace = "" }, "CONDUIT_TEMPORAL_NAMESPACE"},
 		{"bad rate limit", func(c *Config) { c.X402.RateLimit = "lots" }, "CONDUIT_X402_RATE_LIMIT"},
+		{"bad trusted proxy", func(c *Config) { c.HTTP.TrustedProxies = []string{"10.0.0.1", "proxy.internal"} }, "CONDUIT_HTTP_TRUSTED_PROXIES"},
+		{"bad trusted cidr", func(c *Config) { c.HTTP.TrustedProxies = []string{"10.0.0.0/33"} }, "CONDUIT_HTTP_TRUSTED_PROXIES"},
+		{"everyone trusted v4", func(c *Config) { c.HTTP.TrustedProxies = []string{"0.0.0.0/0"} }, "would trust every address"},
+		{"everyone trusted v6", func(c *Config) { c.HTTP.TrustedProxies = []string{"::/0"} }, "would trust every address"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
