@@ -36,7 +36,10 @@ func badJSON(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var tooBig *http.MaxBytesError
+	var apiErr *APIError
 	switch {
+	case errors.As(err, &apiErr): // the body did not arrive in time (deadlines.go)
+		return apiErr
 	case errors.Is(err, io.EOF):
 		return errorf(http.StatusBadRequest, "request body must be a JSON object")
 	case errors.As(err, &tooBig):

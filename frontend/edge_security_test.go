@@ -7,11 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"conduit/frontend"
 	"conduit/internal/config"
+	"conduit/internal/money"
 )
 
 // secServer starts one more real API server — frontend.Server.Serve, with
@@ -23,13 +26,14 @@ func secServer(t *testing.T, mut func(*config.Config)) string {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	deps := env.Platform.FrontendDeps()
+	deps := env.Platform.FrontendDeps() // as app.Platform.Run builds them
 	deps.Config = &cfg
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	deps.Deltas = env.Platform.Store.NewDeltaHub(ctx, env.Platform.Log)
 	done := make(chan error, 1)
 	go func() { done <- frontend.New(deps).Serve(ctx, ln) }()
 	t.Cleanup(func() {
@@ -139,5 +143,149 @@ func TestForwardingHeadersCountOnlyFromTrustedProxies(t *testing.T) {
 		if ip := accessLog(t, id)["client_ip"]; ip != "127.0.0.6" {
 			t.Fatalf("logged client_ip %v, want the peer 127.0.0.6", ip)
 		}
+	}
+}
+
+// short are connection limits small enough for a test to outlast.
+func short(c *config.Config) {
+	c.HTTP.ReadHeaderTimeout, c.HTTP.ReadTimeout, c.HTTP.WriteTimeout, c.HTTP.IdleTimeout = time.Second, 2*time.Second, time.Second, time.Second
+}
+
+// trickle opens a connection, writes head, then one byte of tail every
+// 200 ms. It returns what the server answered and whether the server
+// closed the connection before the client had sent everything.
+func trickle(t *testing.T, base, head, tail string) (answer string, cutOff bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	closed := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(conn) // until the server closes
+		closed <- string(b)
+	}()
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	for i := range len(tail) {
+		select {
+		case answer := <-closed:
+			return answer, true
+		case <-time.After(200 * time.Millisecond):
+		}
+		if _, err := io.WriteString(conn, tail[i:i+1]); err != nil {
+			return <-closed, true
+		}
+	}
+	_ = conn.(*net.TCPConn).CloseWrite()
+	return <-closed, false
+}
+
+// Audit item 3: the server had only a header timeout; 20 slow-body
+// connections stayed open 150 s. Bodies, idle connections and headers are
+// bounded now (http.read_timeout, idle_timeout, read_header_timeout,
+// max_header_bytes).
+func TestSlowClientsAreCutOff(t *testing.T) {
+	_, key := env.NewAccount(t)
+	base := secServer(t, short)
+
+	// A body sent a byte every 200 ms (40 bytes: 8 s) is cut off at the
+	// read timeout with a 408, and the connection closes.
+	body := `{"name":"` + strings.Repeat("s", 29) + `"}`
+	head := "POST /api/keys HTTP/1.1\r\nHost: conduit\r\nAuthorization: Bearer " + key +
+		"\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	start := time.Now()
+	answer, cut := trickle(t, base, head, body)
+	if !cut || !strings.HasPrefix(answer, "HTTP/1.1 408 ") || !strings.Contains(answer, `{"error":"the request did not arrive within 2s; send the body without pauses"}`) {
+		t.Fatalf("slow body: cut off %v after %s, answer %q", cut, time.Since(start), answer)
+	}
+	t.Logf("slow body cut off after %s", time.Since(start))
+
+	// Headers sent a byte every 200 ms are cut off too.
+	answer, cut = trickle(t, base, "GET /healthz HTTP/1.1\r\nHost: conduit\r\n", "X-Slow: "+strings.Repeat("h", 32)+"\r\n\r\n")
+	if !cut || strings.Contains(answer, "200 OK") {
+		t.Fatalf("slow headers: cut off %v, answer %q", cut, answer)
+	}
+
+	// A kept-alive connection that sends nothing more is closed.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: conduit\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(8 * time.Second))
+	if rest, err := io.ReadAll(conn); err != nil || !strings.HasPrefix(string(rest), "HTTP/1.1 200 ") {
+		t.Fatalf("idle connection not closed by the server (%v) after %q", err, rest)
+	}
+
+	// Headers beyond http.max_header_bytes (64 KiB) are refused with 431.
+	status, _, _ := secCall(t, "127.0.0.1", "GET", base+"/healthz", nil, "X-Big", strings.Repeat("b", 100<<10))
+	if status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB of headers: %d, want 431", status)
+	}
+	// The key was never created.
+	for _, k := range wantStatus(t, do(t, "GET", "/api/keys", key, nil), http.StatusOK)["keys"].([]any) {
+		if k.(map[string]any)["name"] != "test" {
+			t.Fatalf("the slow request created a key: %v", k)
+		}
+	}
+}
+
+// Streams outlast every connection timeout: a paid call's keep-alive
+// answer, a long poll and a chat stream each run longer than the 1 s and
+// 2 s limits of this server and still end with their record.
+func TestStreamsOutlastTheTimeouts(t *testing.T) {
+	base := secServer(t, short)
+
+	w := newWallet(t, 2*money.USD)
+	prompt := "timeouts: fog rolling over a harbour"
+	body := map[string]any{"prompt": prompt, "model": "kine-3.0"}
+	buf, _ := json.Marshal(body)
+	start := time.Now()
+	status, h, answer := secCall(t, "127.0.0.1", "POST", base+frontend.VideoPath, strings.NewReader(string(buf)),
+		"Content-Type", "application/json", "PAYMENT-SIGNATURE", w.pay(t, videoChallenge(t, body)), "Prefer", "wait=4")
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(answer), &rec); err != nil || status != http.StatusOK || rec["status"] != "running" ||
+		h.Get("Preference-Applied") != "wait=4" || !strings.HasPrefix(answer, " ") || time.Since(start) < 4*time.Second {
+		t.Fatalf("paid call after %s: %d %v %q (%v)", time.Since(start), status, h, answer, err)
+	}
+
+	// A long poll of the same run through the same server.
+	statusURL := rec["statusUrl"].(string)
+	start = time.Now()
+	status, _, answer = secCall(t, "127.0.0.1", "GET", base+strings.TrimPrefix(statusURL, env.URL), nil, "Prefer", "wait=3")
+	if err := json.Unmarshal([]byte(answer), &rec); err != nil || status != http.StatusOK || rec["status"] != "running" || time.Since(start) < 3*time.Second {
+		t.Fatalf("long poll after %s: %d %q (%v)", time.Since(start), status, answer, err)
+	}
+	env.Studio.Release(prompt)
+	if rec := finished(t, statusURL); rec["status"] != "success" {
+		t.Fatalf("%v", rec)
+	}
+
+	// A chat stream of 80 tokens at 25 ms each.
+	_, key := env.NewAccount(t)
+	id, _ := chatPipeline(t, key, "local-echo-slow")
+	text := strings.Repeat("tock ", 80)
+	chat, _ := json.Marshal(map[string]any{"stream": true, "messages": []map[string]string{{"role": "user", "content": text}}})
+	start = time.Now()
+	status, _, answer = secCall(t, "127.0.0.1", "POST", base+"/api/pipelines/"+id+"/chat/completions", strings.NewReader(string(chat)), "Authorization", "Bearer "+key)
+	var got strings.Builder
+	for _, line := range strings.Split(answer, "\n") {
+		var ch struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+		}
+		if data, ok := strings.CutPrefix(line, "data: "); ok && json.Unmarshal([]byte(data), &ch) == nil && len(ch.Choices) > 0 {
+			got.WriteString(ch.Choices[0].Delta.Content)
+		}
+	}
+	if status != http.StatusOK || got.String() != text || !strings.HasSuffix(answer, "data: [DONE]\n\n") || time.Since(start) < 2*time.Second {
+		t.Fatalf("chat stream after %s: %d, streamed %q, ends %q", time.Since(start), status, got.String(), answer[max(0, len(answer)-40):])
 	}
 }

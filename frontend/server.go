@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/ulule/limiter/v3"
@@ -66,7 +65,7 @@ func New(d Deps) *Server {
 	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	r.Use(requestContext(d.Log), recovery())
+	r.Use(requestContext(d.Log), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery())
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -130,12 +129,10 @@ func (s *Server) Handler() http.Handler { return s.router }
 
 // Serve answers on ln until ctx ends, then shuts down gracefully: it stops
 // accepting, lets in-flight requests finish within the configured timeout.
+// The connection limits are in deadlines.go.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.router,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
+	srv := s.httpServer()
+	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

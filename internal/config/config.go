@@ -193,6 +193,19 @@ type HTTP struct {
 	// http://<Addr>.
 	PublicURL       string        `mapstructure:"public_url"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"`
+	// ReadHeaderTimeout bounds how long a request's headers may take to
+	// arrive; ReadTimeout the whole request, headers and body.
+	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"`
+	ReadTimeout       time.Duration `mapstructure:"read_timeout"`
+	// WriteTimeout bounds each write of an answer: a client that stops
+	// reading is cut off after it. A stream that keeps writing (chat
+	// completions, pay-per-call keep-alives, long polls) runs as long as
+	// its handler, so there is no deadline on a whole answer.
+	WriteTimeout time.Duration `mapstructure:"write_timeout"`
+	// IdleTimeout closes a kept-alive connection that sends no request.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// MaxHeaderBytes bounds the request line and headers (431 beyond).
+	MaxHeaderBytes int `mapstructure:"max_header_bytes"`
 	// TrustedProxies lists the reverse proxies (IPs or CIDRs) whose
 	// X-Forwarded-For and X-Real-IP headers name the client. Empty (the
 	// default): the client is the TCP peer, and those headers are ignored.
@@ -209,6 +222,26 @@ func (h HTTP) Proxies() []string {
 		}
 	}
 	return out
+}
+
+// checkLimits checks the connection timeouts and the header size.
+func (h HTTP) checkLimits() []error {
+	var errs []error
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"read_header_timeout", h.ReadHeaderTimeout}, {"read_timeout", h.ReadTimeout}, {"write_timeout", h.WriteTimeout}, {"idle_timeout", h.IdleTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("http.%s (%s_HTTP_%s) must be positive", d.key, EnvPrefix, strings.ToUpper(d.key)))
+		}
+	}
+	if h.ReadHeaderTimeout > 0 && h.ReadTimeout > 0 && h.ReadTimeout < h.ReadHeaderTimeout {
+		errs = append(errs, fmt.Errorf("http.read_timeout (%s_HTTP_READ_TIMEOUT) %s is shorter than http.read_header_timeout %s: it covers the headers too", EnvPrefix, h.ReadTimeout, h.ReadHeaderTimeout))
+	}
+	if h.MaxHeaderBytes < 8<<10 || h.MaxHeaderBytes > 1<<20 {
+		errs = append(errs, fmt.Errorf("http.max_header_bytes (%s_HTTP_MAX_HEADER_BYTES) %d must be from 8192 to 1048576", EnvPrefix, h.MaxHeaderBytes))
+	}
+	return errs
 }
 
 // checkProxies accepts IPv4 and IPv6 addresses and CIDRs, but no prefix
@@ -275,7 +308,6 @@ var defaults = map[string]any{
 	"http.addr":              "127.0.0.1:8080",
 	"http.public_url":        "",
 	"http.shutdown_timeout":  "15s",
-	"http.trusted_proxies":   []string{},
 	"database.url":           "",
 	"database.max_conns":     20,
 	"temporal.address":       "",
@@ -312,6 +344,14 @@ var defaults = map[string]any{
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",
+
+	// The API server's edge (docs/security.md).
+	"http.trusted_proxies":     []string{},
+	"http.read_header_timeout": "10s",
+	"http.read_timeout":        "30s",
+	"http.write_timeout":       "30s",
+	"http.idle_timeout":        "60s",
+	"http.max_header_bytes":    64 << 10,
 
 	// Dev-only (docs/payments.md): leave it unset in every real deployment.
 	"x402.allow_local_on_main_network": false,
@@ -370,6 +410,7 @@ func (c *Config) Validate() error {
 	if err := c.HTTP.checkProxies(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.HTTP.checkLimits()...)
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) must be a postgres:// URL", EnvPrefix))

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadReadsPrefixedAndConventionalEnv(t *testing.T) {
@@ -94,6 +95,12 @@ func TestValidateNamesTheBadSetting(t *testing.T) {
 		{"bad trusted cidr", func(c *Config) { c.HTTP.TrustedProxies = []string{"10.0.0.0/33"} }, "CONDUIT_HTTP_TRUSTED_PROXIES"},
 		{"everyone trusted v4", func(c *Config) { c.HTTP.TrustedProxies = []string{"0.0.0.0/0"} }, "would trust every address"},
 		{"everyone trusted v6", func(c *Config) { c.HTTP.TrustedProxies = []string{"::/0"} }, "would trust every address"},
+		{"no read timeout", func(c *Config) { c.HTTP.ReadTimeout = 0 }, "CONDUIT_HTTP_READ_TIMEOUT"},
+		{"read shorter than headers", func(c *Config) { c.HTTP.ReadTimeout = time.Second }, "shorter than http.read_header_timeout"},
+		{"no write timeout", func(c *Config) { c.HTTP.WriteTimeout = -time.Second }, "CONDUIT_HTTP_WRITE_TIMEOUT"},
+		{"no idle timeout", func(c *Config) { c.HTTP.IdleTimeout = 0 }, "CONDUIT_HTTP_IDLE_TIMEOUT"},
+		{"no header timeout", func(c *Config) { c.HTTP.ReadHeaderTimeout = 0 }, "CONDUIT_HTTP_READ_HEADER_TIMEOUT"},
+		{"tiny headers", func(c *Config) { c.HTTP.MaxHeaderBytes = 1024 }, "CONDUIT_HTTP_MAX_HEADER_BYTES"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
