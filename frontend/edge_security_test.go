@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"conduit/frontend"
 	"conduit/internal/config"
 	"conduit/internal/money"
+	"conduit/internal/siwx"
 )
 
 // secServer starts one more real API server — frontend.Server.Serve, with
@@ -287,5 +290,110 @@ func TestStreamsOutlastTheTimeouts(t *testing.T) {
 	}
 	if status != http.StatusOK || got.String() != text || !strings.HasSuffix(answer, "data: [DONE]\n\n") || time.Since(start) < 2*time.Second {
 		t.Fatalf("chat stream after %s: %d, streamed %q, ends %q", time.Since(start), status, got.String(), answer[max(0, len(answer)-40):])
+	}
+}
+
+// Audit item 4: each paid route had its own per-address limiter, so one
+// address got 8× the documented budget. One budget covers them all.
+func TestPaidRoutesShareOnePerAddressBudget(t *testing.T) {
+	base := secServer(t, func(c *config.Config) { c.X402.RateLimit = "4-M" })
+	prompt := `{"prompt":"budget: a lighthouse"}`
+	calls := []struct{ method, path, body string }{
+		{"POST", topUpPath, ""},
+		{"POST", frontend.VideoPath, prompt},
+		{"POST", frontend.SpeechPath + "/retry?runId=a&token=b", `{}`},
+		{"GET", frontend.PurchasesPath, ""},
+	}
+	for i, c := range calls {
+		status, _, body := secCall(t, "127.0.0.7", c.method, base+c.path, strings.NewReader(c.body), "Content-Type", "application/json")
+		if status == http.StatusTooManyRequests {
+			t.Fatalf("call %d (%s %s) already limited: %s", i, c.method, c.path, body)
+		}
+	}
+	// The budget is spent on every paid route now.
+	for _, c := range append(calls, struct{ method, path, body string }{"POST", frontend.MusicPath, `{"prompt":"x"}`}) {
+		status, h, body := secCall(t, "127.0.0.7", c.method, base+c.path, strings.NewReader(c.body), "Content-Type", "application/json")
+		if status != http.StatusTooManyRequests || h.Get("Retry-After") == "" ||
+			!strings.HasPrefix(body, `{"error":"rate limit exceeded: at most 4 calls per 1m0s from one address`) {
+			t.Fatalf("%s %s after the budget: %d %s", c.method, c.path, status, body)
+		}
+	}
+	// Another address has its own budget; unpaid routes are not counted.
+	if status, _, _ := secCall(t, "127.0.0.8", "POST", base+topUpPath, nil); status != http.StatusPaymentRequired {
+		t.Fatalf("another address: %d", status)
+	}
+	if status, _, _ := secCall(t, "127.0.0.7", "GET", base+frontend.VideoPath, nil); status != http.StatusOK {
+		t.Fatalf("the menu: %d", status)
+	}
+
+	// An IPv6 client counts by its /64 (named here by a trusted proxy).
+	base = secServer(t, func(c *config.Config) {
+		c.X402.RateLimit = "2-M"
+		c.HTTP.TrustedProxies = []string{"127.0.0.1"}
+	})
+	for i, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2:ffff::9", "2001:db8:1:2::3", "2001:db8:1:3::1"} {
+		want := http.StatusPaymentRequired
+		if i == 2 {
+			want = http.StatusTooManyRequests
+		}
+		if status, _, body := secCall(t, "127.0.0.1", "POST", base+topUpPath, nil, "X-Forwarded-For", ip); status != want {
+			t.Fatalf("call %d from %s: %d %s, want %d", i, ip, status, body, want)
+		}
+	}
+}
+
+// Audit item 4: every unauthenticated sign-in challenge stored a nonce
+// kept for a day after it expired. Expired nonces are forgotten when the
+// next challenge is issued, so the table holds one lifetime of challenges.
+func TestSignInNoncesDoNotAccumulate(t *testing.T) {
+	db := dbConn(t)
+	ctx := context.Background()
+	var nonces []string
+	for range 50 {
+		nonces = append(nonces, signInChallenge(t).Info.Nonce)
+	}
+	var live int
+	var longest time.Duration
+	if err := db.QueryRow(ctx, `SELECT count(*), coalesce(max(expires_at - issued_at), '0') FROM siwx_nonces WHERE nonce = ANY($1)`, nonces).Scan(&live, &longest); err != nil {
+		t.Fatal(err)
+	}
+	if live != len(nonces) || longest > 5*time.Minute+time.Second {
+		t.Fatalf("%d of %d challenges stored, living up to %s", live, len(nonces), longest)
+	}
+	// Their five minutes pass...
+	if _, err := db.Exec(ctx, `UPDATE siwx_nonces SET expires_at = now() - interval '1 second', issued_at = now() - interval '301 seconds' WHERE nonce = ANY($1)`, nonces); err != nil {
+		t.Fatal(err)
+	}
+	// ...and the next challenge forgets them.
+	next := signInChallenge(t).Info.Nonce
+	var left, expired int
+	if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE nonce = ANY($1)), count(*) FILTER (WHERE expires_at < now()) FROM siwx_nonces`, nonces).Scan(&left, &expired); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 || expired != 0 {
+		t.Fatalf("%d of the expired challenges kept, %d expired rows in all", left, expired)
+	}
+	// A proof for a forgotten nonce is refused; the fresh one still works.
+	key, _ := crypto.GenerateKey()
+	old := signInChallenge(t)
+	old.Info.Nonce = nonces[0]
+	p, err := siwx.SignEVM(old, "eip155:8453", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := listWith(t, p); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("forgotten nonce: %d", resp.StatusCode)
+	} else {
+		resp.Body.Close()
+	}
+	fresh := signInChallenge(t)
+	fresh.Info.Nonce = next
+	if p, err = siwx.SignEVM(fresh, "eip155:8453", key); err != nil {
+		t.Fatal(err)
+	}
+	if resp := listWith(t, p); resp.StatusCode != http.StatusOK {
+		t.Fatalf("fresh nonce: %d", resp.StatusCode)
+	} else {
+		resp.Body.Close()
 	}
 }

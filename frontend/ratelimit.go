@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -12,16 +13,21 @@ import (
 	"github.com/ulule/limiter/v3/drivers/store/memory"
 )
 
-// paidRateLimit bounds calls to the paid endpoints per client address
-// (x402.rate_limit, validated at start-up). Beyond it: 429 in the plain
-// error shape with Retry-After; nothing is settled.
-func (s *Server) paidRateLimit() gin.HandlerFunc {
+// paidRateLimit is the one per-address budget (x402.rate_limit) shared by
+// every paid route: top-up, each pay-per-call POST and retry, and the
+// purchases listing (whose challenges store a nonce). A caller spreading
+// calls over routes spends the same budget. Beyond it: 429 in the plain
+// error shape with Retry-After; nothing is settled, no nonce is stored.
+func (s *Server) paidRateLimit() gin.HandlerFunc { return s.addresses }
+
+// addressLimiter builds the shared per-address middleware, once per Server.
+func (s *Server) addressLimiter() gin.HandlerFunc {
 	rate, err := limiter.NewRateFromFormatted(s.deps.Config.X402.RateLimit)
 	if err != nil {
 		panic(err) // config.Validate refuses a malformed rate
 	}
 	l := limiter.New(memory.NewStore(), rate)
-	return mgin.NewMiddleware(l, mgin.WithLimitReachedHandler(func(c *gin.Context) {
+	return mgin.NewMiddleware(l, mgin.WithKeyGetter(addressKey), mgin.WithLimitReachedHandler(func(c *gin.Context) {
 		retry := int64(1)
 		if reset, err := strconv.ParseInt(c.Writer.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
 			retry = max(1, reset-time.Now().Unix())
@@ -29,6 +35,22 @@ func (s *Server) paidRateLimit() gin.HandlerFunc {
 		c.Header("Retry-After", strconv.FormatInt(retry, 10))
 		writeError(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d calls per %s from one address; retry after %d s", rate.Limit, rate.Period, retry))
 	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
+}
+
+// addressKey is the client address a budget belongs to (gin's ClientIP:
+// the TCP peer, or what a trusted proxy names). An IPv6 client counts by
+// its /64, the block one subscriber gets, so it cannot mint a fresh budget
+// per address.
+func addressKey(c *gin.Context) string {
+	ip, err := netip.ParseAddr(c.ClientIP())
+	if err != nil {
+		return c.ClientIP()
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		return netip.PrefixFrom(ip, 64).Masked().String()
+	}
+	return ip.String()
 }
 
 // walletLimiter bounds paid calls per paying wallet, whatever address they

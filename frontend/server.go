@@ -44,6 +44,8 @@ type Server struct {
 	deps    Deps
 	router  *gin.Engine
 	wallets *limiter.Limiter
+	// addresses is the per-address budget every paid route shares.
+	addresses gin.HandlerFunc
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -52,6 +54,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 func New(d Deps) *Server {
 	s := &Server{deps: d}
 	s.wallets = s.walletLimiter()
+	s.addresses = s.addressLimiter()
 	r := gin.New()
 	// The client address (per-address rate limits, the access log) is the
 	// TCP peer, unless that peer is one of http.trusted_proxies: then its

@@ -14,10 +14,14 @@ var ErrNonceUsed = errors.New("nonce already used")
 // ErrNonceExpired: a sign-in nonce outlived its challenge.
 var ErrNonceExpired = errors.New("nonce expired")
 
-// IssueNonce records a sign-in challenge's nonce until expires (and
-// forgets nonces that expired a day ago: they can only be refused).
+// IssueNonce records a sign-in challenge's nonce until expires, and
+// forgets every nonce that has expired: anyone can ask for challenges, so
+// the table holds at most the challenges of one lifetime (5 minutes),
+// which the per-address rate limit bounds. A proof naming a forgotten
+// nonce is refused like one never issued; its signed issuedAt is past the
+// 5-minute sign-in window anyway.
 func (s *Store) IssueNonce(ctx context.Context, nonce string, expires time.Time) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM siwx_nonces WHERE expires_at < now() - interval '1 day'`); err != nil {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM siwx_nonces WHERE expires_at < now()`); err != nil {
 		return err
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO siwx_nonces (nonce, expires_at) VALUES ($1, $2)`, nonce, expires)
