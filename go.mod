@@ -3,6 +3,7 @@ module conduit
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/aws/aws-sdk-go-v2 v1.47.4
 	github.com/aws/aws-sdk-go-v2/config v1.33.10
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.10

@@ -25,8 +25,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"code.dny.dev/ssrf"
 	_ "golang.org/x/image/webp"
 )
 
@@ -157,37 +159,41 @@ func internalName(host string) bool {
 	return numeric
 }
 
-var blockedNets = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
-		"2002::/16", // 6to4 embeds any IPv4 address
-	} {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}()
+// guard judges addresses against the IANA special-purpose address
+// registries for IPv4 and IPv6 (code.dny.dev/ssrf keeps its lists
+// generated from them): every IPv4 special-purpose block and multicast is
+// refused, and for IPv6 only global unicast (2000::/3) passes, less the
+// special-purpose blocks inside it: Teredo and the other IETF protocol
+// assignments (2001::/23), documentation (2001:db8::/32, 3fff::/20), 6to4
+// (2002::/16), AS112. Outside 2000::/3 that refuses ::/96 (unspecified,
+// loopback, the deprecated IPv4-compatible form), IPv4-mapped ::ffff:0:0/96,
+// the local-use NAT64 prefix 64:ff9b:1::/48, discard-only 100::/64,
+// unique-local fc00::/7, link-local fe80::/10, SRv6 SIDs 5f00::/16 and
+// multicast ff00::/8. Ports are the URL rules' business, not the guard's.
+var guard = ssrf.New(ssrf.WithAnyNetwork(), ssrf.WithAnyPort())
 
-// blocked says an address is not on the public internet (or is a cloud
-// metadata address).
+// nat64 is the well-known NAT64 prefix (RFC 6052), the one translation
+// prefix the IPv6 registry marks globally reachable: a DNS64 resolver on an
+// IPv6-only network answers it for IPv4-only hosts, and the gateway then
+// connects to the IPv4 address in its last 32 bits, so that address is the
+// one judged.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// blocked says an address is not on the public internet: not globally
+// reachable by the IANA registries (which covers the cloud metadata
+// addresses 169.254.169.254, fd00:ec2::254 and 100.100.100.200 too).
+// 6to4 and Teredo addresses are refused whole rather than judged by the
+// IPv4 addresses they embed: they reach those through relays we do not
+// control, and no image host needs them.
 func blocked(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsMulticast() || ip.IsUnspecified() || ip.IsInterfaceLocalMulticast() {
+	if !ip.IsValid() || ip.Zone() != "" {
 		return true
 	}
-	for _, p := range blockedNets {
-		if p.Contains(ip) {
-			return true
-		}
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		return blocked(netip.AddrFrom4([4]byte(b[12:])))
 	}
-	switch ip.String() {
-	case "169.254.169.254", "fd00:ec2::254", "100.100.100.200":
-		return true
-	}
-	return false
+	return guard.SafeAddr(ip) != nil
 }
 
 func (f *Fetcher) trusted(ip netip.Addr) bool {
@@ -220,7 +226,15 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
 	}
 	dial := f.Dial
 	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
+		// The address was checked; the dialer checks what it connects to
+		// once more, so no later change of this code can skip the rule.
+		dial = (&net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil || (blocked(ap.Addr()) && !f.trusted(ap.Addr())) {
+				return refuse(CodeURLBlocked, "image_url resolves to a private, loopback or internal address")
+			}
+			return nil
+		}}).DialContext
 	}
 	checked := netip.AddrPortFrom(addr, 443).String()
 	transport := &http.Transport{
@@ -295,6 +309,10 @@ func (f *Fetcher) resolve(ctx context.Context, host string) (netip.Addr, error) 
 }
 
 func fetchFailed(ctx context.Context, err error) error {
+	var refused *Error
+	if errors.As(err, &refused) { // the dialer's own address check
+		return refused
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return refuse(CodeFetchFailed, "the image could not be downloaded within the time limit")
 	}
