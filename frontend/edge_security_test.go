@@ -14,6 +14,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/crypto"
 
+	"conduit/app/apptest"
 	"conduit/frontend"
 	"conduit/internal/config"
 	"conduit/internal/money"
@@ -395,5 +396,71 @@ func TestSignInNoncesDoNotAccumulate(t *testing.T) {
 		t.Fatalf("fresh nonce: %d", resp.StatusCode)
 	} else {
 		resp.Body.Close()
+	}
+}
+
+// Audit item 6: answers lacked nosniff and the other headers a JSON API
+// sends. Every answer carries them; a handler's own Cache-Control (a chat
+// stream, a file) is kept.
+func TestEveryAnswerCarriesTheSecurityHeaders(t *testing.T) {
+	_, key := env.NewAccount(t)
+	_, chatBase := chatPipeline(t, key, "local-echo")
+	w := newWallet(t, money.USD)
+	rec := wantStatus(t, buy(t, frontend.SpeechPath, w, map[string]any{"text": "Headers, please."}), http.StatusOK)
+	file := strings.TrimPrefix(rec["audio"].(string), env.URL)
+
+	const api = "default-src 'none'; frame-ancestors 'none'"
+	for _, c := range []struct {
+		name, method, path, body, key string
+		status                        int
+		cache, csp                    string
+	}{
+		{"health", "GET", "/healthz", "", "", 200, "no-store", api},
+		{"balance", "GET", "/api/account/balance", "", key, 200, "no-store", api},
+		{"keys", "GET", "/api/keys", "", key, 200, "no-store", api},
+		{"no key", "GET", "/api/keys", "", "", 401, "no-store", api},
+		{"no route", "GET", "/nowhere", "", "", 404, "no-store", api},
+		{"menu", "GET", frontend.VideoPath, "", "", 200, "no-store", api},
+		{"challenge", "POST", topUpPath, "", "", 402, "no-store", api},
+		{"chat stream", "POST", strings.TrimPrefix(chatBase, env.URL) + "chat/completions", `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`, key, 200, "no-cache", api},
+		{"file", "GET", file, "", "", 200, "private, max-age=86400", "frame-ancestors 'none'"},
+		{"bad file link", "GET", frontend.FilesPath + "x.mp3?c=forged", "", "", 403, "no-store", "frame-ancestors 'none'"},
+	} {
+		var headers []string
+		if c.key != "" {
+			headers = apptest.Bearer(c.key)
+		}
+		var body any
+		if c.body != "" {
+			body = c.body
+		}
+		r := env.Do(t, c.method, c.path, body, headers...)
+		h := r.Header
+		if r.Status != c.status || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("X-Frame-Options") != "DENY" ||
+			h.Get("Referrer-Policy") != "no-referrer" || h.Get("Cache-Control") != c.cache || h.Get("Content-Security-Policy") != c.csp ||
+			h.Get("Strict-Transport-Security") != "" {
+			t.Errorf("%s: %d %v", c.name, r.Status, h)
+		}
+	}
+	// Behind https, browsers are told to stay on it.
+	base := secServer(t, func(c *config.Config) { c.HTTP.PublicURL = "https://api.example.com" })
+	if _, h, _ := secCall(t, "127.0.0.1", "GET", base+"/healthz", nil); h.Get("Strict-Transport-Security") != "max-age=31536000" {
+		t.Fatalf("https deployment: %v", h)
+	}
+}
+
+// Audit item 6: a body over the limit on the chat endpoint answered
+// server_error; it is the caller's request, in OpenAI's shape.
+func TestChatOversizedBodyIsAnInvalidRequest(t *testing.T) {
+	_, key := env.NewAccount(t)
+	_, base := chatPipeline(t, key, "local-echo")
+	big := `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`
+	r := env.Do(t, "POST", strings.TrimPrefix(base, env.URL)+"chat/completions", big, apptest.Bearer(key)...)
+	var body struct {
+		Error struct{ Message, Type string } `json:"error"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil || r.Status != http.StatusRequestEntityTooLarge ||
+		body.Error.Type != "invalid_request_error" || !strings.Contains(body.Error.Message, "exceeds 1048576 bytes") {
+		t.Fatalf("%d %s (%v)", r.Status, r.Body, err)
 	}
 }

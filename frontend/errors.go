@@ -120,11 +120,11 @@ func writeError(c *gin.Context, e *APIError) {
 	c.AbortWithStatusJSON(e.Status, body)
 }
 
-// openAIType names the error class the way OpenAI-compatible clients expect.
+// openAIType names the error class the way OpenAI-compatible clients
+// expect: any other 4xx is the caller's request (a body over the limit, a
+// body that came too slowly, …), any 5xx the server's.
 func openAIType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotFound, http.StatusConflict:
-		return "invalid_request_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"
 	case http.StatusPaymentRequired:
@@ -135,7 +135,9 @@ func openAIType(status int) string {
 		return "rate_limit_error"
 	case http.StatusBadGateway:
 		return "upstream_error"
-	default:
-		return "server_error"
 	}
+	if status >= 400 && status < 500 {
+		return "invalid_request_error"
+	}
+	return "server_error"
 }

@@ -68,7 +68,7 @@ func New(d Deps) *Server {
 	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	r.Use(requestContext(d.Log), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery())
+	r.Use(requestContext(d.Log), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery())
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
