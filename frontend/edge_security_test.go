@@ -409,7 +409,7 @@ func TestEveryAnswerCarriesTheSecurityHeaders(t *testing.T) {
 	rec := wantStatus(t, buy(t, frontend.SpeechPath, w, map[string]any{"text": "Headers, please."}), http.StatusOK)
 	file := strings.TrimPrefix(rec["audio"].(string), env.URL)
 
-	const api = "default-src 'none'; frame-ancestors 'none'"
+	const api = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
 	for _, c := range []struct {
 		name, method, path, body, key string
 		status                        int

@@ -6,6 +6,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
+// apiPolicy is the Content-Security-Policy of every answer but files.
+const apiPolicy = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+
 // securityHeaders sets what a JSON API answers with on every response,
 // before the handler runs, so a handler that knows better sets its own
 // (an HTML page its Content-Security-Policy, a stream or a file its
@@ -13,10 +16,13 @@ import (
 //
 //   - X-Content-Type-Options: nosniff — a browser never guesses a type, so
 //     JSON or a stored file is never run as HTML or script;
-//   - Content-Security-Policy: default-src 'none'; frame-ancestors 'none' —
-//     an answer opened as a page may load and run nothing, nor be framed.
-//     Files get only frame-ancestors 'none', so a browser still plays a
-//     clip opened directly;
+//   - Content-Security-Policy: default-src 'none'; style-src
+//     'unsafe-inline'; frame-ancestors 'none' — an answer opened as a page
+//     may load and run nothing, nor be framed; inline styles are allowed so
+//     a server-rendered page without script (the dashboard) still looks
+//     right, and they can fetch nothing either. Files get only
+//     frame-ancestors 'none', so a browser still plays a clip opened
+//     directly;
 //   - X-Frame-Options: DENY — the same for browsers without CSP 2;
 //   - Referrer-Policy: no-referrer — URLs carrying claim tickets or signed
 //     file links never leak to another site through Referer;
@@ -34,7 +40,7 @@ func securityHeaders(publicURL string) gin.HandlerFunc {
 		if strings.HasPrefix(c.Request.URL.Path, FilesPath) {
 			h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 		} else {
-			h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+			h.Set("Content-Security-Policy", apiPolicy)
 		}
 		if hsts {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
