@@ -131,8 +131,9 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	if err := temporalx.EnsureSearchAttributes(ctx, p.Temporal, p.Config.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
 		return nil, err
 	}
+	t := p.Config.Temporal
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: p.Media.activities(p), Log: p.Log})
+		Renders: p.Media.activities(p), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 

@@ -82,8 +82,11 @@ func chatShape(g *pipeline.Graph) (chatTarget, error) {
 // ignored as OpenAI-compatible servers do.
 func parseChat(c *gin.Context) (chatRequest, string, error) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
-	if err := dec.Decode(&req); err != nil {
+	raw, err := readBody(c)
+	if err != nil {
+		return req, "", err
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
 		return req, "", badJSON(err)
 	}
 	if len(req.Model) > 0 && string(req.Model) != "null" {

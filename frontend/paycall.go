@@ -212,6 +212,9 @@ func (s *Server) sell(c *gin.Context, o order) {
 	case adm.AlreadyRedeemed:
 		alreadyRedeemed(c, adm.Transaction) // a concurrent call claimed it first
 		return
+	case adm.Failed != "":
+		fail(c, errorf(http.StatusServiceUnavailable, "%s", adm.Failed))
+		return
 	case !adm.Accepted:
 		s.paymentRequired(c, challenge, adm.PaymentMessage)
 		return

@@ -5,8 +5,10 @@ package worker
 import (
 	"errors"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"conduit/activities"
@@ -26,6 +28,10 @@ type Deps struct {
 	// Renders renders pay-per-call files (nil when pay-per-call is off).
 	Renders *activities.Renders
 	Log     *slog.Logger
+	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
+	Pollers           int
+	RenderConcurrency int
+	StopTimeout       time.Duration
 }
 
 // Worker polls every task queue of the platform.
@@ -36,18 +42,26 @@ type Worker struct {
 // New registers everything; call Start to begin polling.
 func New(c client.Client, d Deps) *Worker {
 	system := &activities.System{Store: d.Store}
+	// Every worker sorts activity errors the same way and drains what it
+	// runs on stop.
+	opts := sdkworker.Options{
+		Interceptors:                     []interceptor.WorkerInterceptor{activities.Interceptor()},
+		WorkerStopTimeout:                d.StopTimeout,
+		MaxConcurrentWorkflowTaskPollers: max(2, d.Pollers),
+		MaxConcurrentActivityTaskPollers: max(1, d.Pollers),
+	}
 
-	sys := sdkworker.New(c, workflows.SystemQueue, sdkworker.Options{})
+	sys := sdkworker.New(c, workflows.SystemQueue, opts)
 	sys.RegisterWorkflow(workflows.Ping)
 	sys.RegisterWorkflow(workflows.Nop)
 	sys.RegisterActivity(system)
 
-	pipes := sdkworker.New(c, workflows.PipelineQueue, sdkworker.Options{})
+	pipes := sdkworker.New(c, workflows.PipelineQueue, opts)
 	pipes.RegisterWorkflow(workflows.PipelineRun)
 	pipes.RegisterActivity(&activities.Models{Catalog: d.Catalog, Deltas: d.Deltas})
 	pipes.RegisterActivity(&activities.Runs{Store: d.Store})
 
-	pay := sdkworker.New(c, workflows.PaymentsQueue, sdkworker.Options{})
+	pay := sdkworker.New(c, workflows.PaymentsQueue, opts)
 	pay.RegisterWorkflow(workflows.TopUp)
 	pay.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
 
@@ -55,11 +69,19 @@ func New(c client.Client, d Deps) *Worker {
 	if d.Renders != nil {
 		// Renders settle payments too, so the settlement activity is on
 		// their queue as well.
-		rw := sdkworker.New(c, workflows.RenderQueue, sdkworker.Options{})
+		rw := sdkworker.New(c, workflows.RenderQueue, opts)
 		rw.RegisterWorkflow(workflows.Render)
 		rw.RegisterActivity(d.Renders)
 		rw.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
-		workers = append(workers, rw)
+		// The render activity itself is CPU-heavy (ffmpeg, the
+		// synthesizer): its own queue, at most RenderConcurrency at once,
+		// so settlements and bookkeeping never wait behind renders.
+		ro := opts
+		ro.MaxConcurrentActivityExecutionSize = max(1, d.RenderConcurrency)
+		ro.DisableWorkflowWorker = true
+		heavy := sdkworker.New(c, workflows.RenderWorkQueue, ro)
+		heavy.RegisterActivity(d.Renders)
+		workers = append(workers, rw, heavy)
 	}
 	return &Worker{workers: workers}
 }

@@ -275,17 +275,23 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 		charge = min(r.state.Cost, r.in.Held)
 	}
 	nodes, _ := json.Marshal(r.state.Nodes)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
-	})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
 	err := workflow.ExecuteActivity(actx, runs.Finish, store.RunResult{
 		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
 		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
 		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
 	}).Get(ctx, nil)
 	if err != nil {
-		return r.state, err
+		// The result cannot be recorded (a permanent failure, or retries
+		// ran out): end the run as an error with only the reason, which
+		// releases its hold, so nothing stays held and nothing is charged.
+		r.state.Status, r.state.Outputs, charge = StatusError, map[string]string{}, 0
+		r.state.Error = "the run's result could not be recorded: " + nodeError(err)
+		if err := workflow.ExecuteActivity(actx, runs.Fail, activities.FailInput{
+			RunID: r.in.RunID, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
+		}).Get(ctx, nil); err != nil {
+			return r.state, err
+		}
 	}
 	r.state.Cost = charge
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(r.state.Status))

@@ -12,8 +12,13 @@ import (
 	"conduit/internal/x402"
 )
 
-// RenderQueue carries pay-per-call renders.
-const RenderQueue = "renders"
+// RenderQueue carries pay-per-call render workflows and their short
+// activities; RenderWorkQueue carries the render activity itself, which
+// workers run a bounded number of at once.
+const (
+	RenderQueue     = "renders"
+	RenderWorkQueue = "renders-work"
+)
 
 // AdmissionUpdate is the update the frontend starts a render with and
 // waits on: it completes once the payment is settled (or refused) and the
@@ -57,6 +62,9 @@ type Admission struct {
 	Transaction     string
 	// Retry refusals (409 or 402).
 	Retry *store.RetryRefusal
+	// Failed says the payment was settled but the run could not be
+	// opened; its value was credited to the wallet's balance (503).
+	Failed string
 }
 
 var renders *activities.Renders
@@ -66,9 +74,13 @@ var renders *activities.Renders
 // success and released on failure, so a failed render is never charged.
 func Render(ctx workflow.Context, in RenderInput) error {
 	var admission *Admission
+	var admitErr error
 	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context) (Admission, error) {
-		err := workflow.Await(ctx, func() bool { return admission != nil })
-		if admission == nil {
+		err := workflow.Await(ctx, func() bool { return admission != nil || admitErr != nil })
+		switch {
+		case admitErr != nil:
+			return Admission{}, admitErr
+		case admission == nil:
 			return Admission{}, err
 		}
 		return *admission, err
@@ -78,12 +90,10 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	// Let the admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 
-	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
 	adm, err := admit(short, in)
 	if err != nil {
+		admitErr = err // the waiting update fails too, so the workflow can end
 		return err
 	}
 	admission = &adm
@@ -116,7 +126,17 @@ func Render(ctx workflow.Context, in RenderInput) error {
 		res.Message = failureMessage(res.Reason)
 	}
 	res.FinishedAt = workflow.Now(ctx)
-	return workflow.ExecuteActivity(short, renders.Finish, res).Get(short, nil)
+	if err := workflow.ExecuteActivity(short, renders.Finish, res).Get(short, nil); err != nil {
+		// The outcome cannot be recorded as it is: record a failure with
+		// only the reason, which releases the price (nothing charged; the
+		// retry stays open).
+		failed := store.MediaResult{
+			RunID: in.Run.RunID, Status: "error", Reason: activities.ReasonRenderFailed, FailedStep: "record",
+			Error: "the render's outcome could not be recorded", Message: failureMessage(activities.ReasonRenderFailed), FinishedAt: res.FinishedAt,
+		}
+		return workflow.ExecuteActivity(short, renders.Finish, failed).Get(short, nil)
+	}
+	return nil
 }
 
 // admit settles the payment and opens the run, or opens the retry.
@@ -147,7 +167,12 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	n.Transaction, n.Paid = settled.Transaction, in.Run.Price
 	var run store.MediaRun
 	if err := workflow.ExecuteActivity(ctx, renders.OpenPaid, n).Get(ctx, &run); err != nil {
-		return Admission{}, err
+		// Settled but not recorded: the money must not be lost, so its
+		// value goes to the wallet's balance (once per transaction).
+		if cerr := workflow.ExecuteActivity(ctx, renders.CreditPayment, n).Get(ctx, nil); cerr != nil {
+			return Admission{}, cerr
+		}
+		return Admission{Failed: "the payment was settled but the run could not be recorded; its value was credited to the paying wallet's balance"}, nil
 	}
 	return Admission{Accepted: true, Run: run}, nil
 }
@@ -159,6 +184,7 @@ func render(ctx, short workflow.Context, in RenderInput) (late bool, out activit
 	// whole, across attempts: a worker lost mid-render costs its attempt,
 	// not extra time.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              RenderWorkQueue,
 		ScheduleToCloseTimeout: in.Deadline + in.Collect,
 		StartToCloseTimeout:    in.Deadline + in.Collect,
 		HeartbeatTimeout:       in.HeartbeatTimeout,

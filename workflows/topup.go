@@ -3,7 +3,6 @@ package workflows
 import (
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
@@ -32,11 +31,6 @@ func TopUpTarget(accountID string) string {
 	return accountID
 }
 
-// SettleRetry bounds the settlement activity: transient failures (the
-// facilitator or the database unreachable, an outcome not yet confirmed)
-// are retried for a few minutes, then the workflow fails; the payment's
-// record says what an operator reconciles.
-var SettleRetry = &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 12}
 
 // TopUpInput is a matched payment and whom to credit.
 type TopUpInput struct {
@@ -86,6 +80,7 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 		return res, nil
 	}
 	var granted activities.GrantOutcome
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
 	if err := workflow.ExecuteActivity(ctx, payments.Grant, activities.GrantInput{
 		AccountID: in.AccountID, Network: in.Requirements.Network, Payer: settled.Payer, Transaction: settled.Transaction, Amount: in.Amount,
 	}).Get(ctx, &granted); err != nil {

@@ -221,6 +221,9 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 			cfg.Media.Video[i].Deadline = 2 * time.Second
 		}
 	}
+	// A stopped worker is a crashed one here (tests kill workers
+	// mid-render); draining on stop is the production default.
+	cfg.Temporal.StopTimeout = 0
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {

@@ -1,0 +1,117 @@
+package frontend_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"conduit/frontend"
+	"conduit/internal/money"
+	"conduit/internal/store"
+	"conduit/workflows"
+)
+
+// #14 item 1: a NUL character cannot be stored by PostgreSQL, so every
+// text field of every endpoint refuses it before anything happens — with a
+// valid payment attached, nothing is settled.
+func TestNULTextIsRefusedBeforeAnything(t *testing.T) {
+	w := newWallet(t, 10*money.USD)
+	for _, c := range []struct {
+		path string
+		body map[string]any
+	}{
+		{frontend.SpeechPath, map[string]any{"text": "hello\u0000world"}},
+		{frontend.VideoPath, map[string]any{"prompt": "a cat\u0000"}},
+		{frontend.MusicPath, map[string]any{"prompt": "\u0000 calm piano"}},
+	} {
+		clean := map[string]any{}
+		for k, v := range c.body {
+			clean[k] = strings.ReplaceAll(v.(string), "\u0000", "")
+		}
+		sig := w.pay(t, challengeFor(t, c.path, clean))
+		e := wantStatus(t, env.Do(t, "POST", c.path, c.body, "PAYMENT-SIGNATURE", sig), http.StatusBadRequest)
+		if !strings.Contains(e["error"].(string), "NUL") {
+			t.Fatalf("%s: %v", c.path, e)
+		}
+	}
+	if w.tokens(t) != 10_000_000 {
+		t.Fatalf("tokens %d: a refused request was settled", w.tokens(t))
+	}
+	// A literal backslash-u0000 is text, not a NUL.
+	rec := wantStatus(t, buy(t, frontend.SpeechPath, w, map[string]any{"text": `the escape \u0000 spelled out`}), http.StatusOK)
+	if rec["status"] != "success" {
+		t.Fatalf("%v", rec)
+	}
+
+	_, key := env.NewAccount(t)
+	id := createPipeline(t, key, echoGraph("Q: {{question}}", "local-echo"))
+	publish(t, key, id)
+	e := wantStatus(t, do(t, "POST", "/api/pipelines/"+id+"/invoke", key, map[string]any{"inputs": map[string]any{"question": "a\u0000b"}}), http.StatusBadRequest)
+	if !strings.Contains(e["error"].(string), "NUL") {
+		t.Fatalf("%v", e)
+	}
+	chat := do(t, "POST", "/api/pipelines/"+id+"/chat/completions", key, map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi\u0000"}}})
+	if b := wantStatus(t, chat, http.StatusBadRequest); b["error"].(map[string]any)["type"] != "invalid_request_error" {
+		t.Fatalf("%v", b)
+	}
+	if balanceUSD(t, key) != 5 {
+		t.Fatal("a refused run moved credit")
+	}
+}
+
+// #14 item 2: a run whose result can never be recorded (here: an output
+// PostgreSQL's jsonb refuses, from input that reached the workflow past
+// an older edge) ends anyway — as an error, its hold released — instead
+// of retrying forever with the credit held.
+func TestUnstorableResultEndsTheRun(t *testing.T) {
+	acct, key := env.NewAccount(t)
+	id := createPipeline(t, key, echoGraph("Q: {{question}}", "local-echo"))
+	v := publish(t, key, id)
+	ctx := context.Background()
+	p, err := env.Platform.Store.Pipeline(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := env.Platform.Store.Version(ctx, id, *p.ServingVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := time.Now().UTC().Format("2006-01-02T15:04:05.000Z") + "#nul00000"
+	if _, _, err := env.Platform.Store.StartRun(ctx, store.NewRun{
+		RunID: runID, PipelineID: id, Version: ver.Version, AccountID: acct, Kind: "invoke",
+		Inputs: map[string]string{"question": "clean"}, StartedAt: time.Now(), Hold: money.USD,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if balanceUSD(t, key) != 4 {
+		t.Fatalf("hold not taken: %v", v)
+	}
+	run, err := env.Platform.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: workflows.PipelineRunWorkflowID(runID), TaskQueue: workflows.PipelineQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	}, workflows.PipelineRun, workflows.RunInput{
+		RunID: runID, PipelineID: id, Version: ver.Version, AccountID: acct, Graph: ver.Graph,
+		Inputs: map[string]string{"question": "un\u0000storable"}, Held: money.USD, ModelTimeout: time.Minute, ModelAttempts: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var state workflows.RunState
+	if err := run.Get(waitCtx, &state); err != nil {
+		t.Fatalf("the run did not end: %v", err)
+	}
+	r, err := env.Platform.Store.Run(ctx, runID)
+	if err != nil || r.Status != "error" || !strings.Contains(r.Error, "could not be recorded") || len(r.Outputs) != 0 {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if balanceUSD(t, key) != 5 {
+		t.Fatal("the hold of an unrecordable run was not released")
+	}
+}
