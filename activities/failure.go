@@ -47,7 +47,9 @@ func Classify(err error) error {
 // Interceptor applies Classify to every activity the worker runs.
 func Interceptor() interceptor.WorkerInterceptor { return &classifying{} }
 
-type classifying struct{ interceptor.WorkerInterceptorBase }
+type classifying struct {
+	interceptor.WorkerInterceptorBase
+}
 
 func (*classifying) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
 	return &classifyingActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}}

@@ -31,7 +31,6 @@ func TopUpTarget(accountID string) string {
 	return accountID
 }
 
-
 // TopUpInput is a matched payment and whom to credit.
 type TopUpInput struct {
 	Payment      x402.PaymentPayload
