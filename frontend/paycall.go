@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/blob"
 	"conduit/internal/imagefetch"
@@ -273,10 +274,17 @@ func (s *Server) startRender(c *gin.Context, in workflows.RenderInput, k mediaKi
 	in.Collect = 2 * in.Deadline
 	in.HeartbeatTimeout = s.deps.Media.HeartbeatTimeout
 	tc := s.deps.Temporal
+	attrs := []temporal.SearchAttributeUpdate{
+		workflows.AttrKind.ValueSet(k.name), workflows.AttrModel.ValueSet(in.Run.Request.Model), workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
+	}
+	if in.Run.Network != "" { // a paid run; a retry learns its wallet on admission
+		attrs = append(attrs, workflows.AttrNetwork.ValueSet(in.Run.Network), workflows.AttrPayer.ValueSet(x402.DisplayAddress(in.Run.Network, in.Run.Payer)))
+	}
 	start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: workflows.RenderWorkflowID(in.Run.RunID), TaskQueue: workflows.RenderQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 	}, workflows.Render, in)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"conduit/frontend"
@@ -113,5 +114,38 @@ func TestUnstorableResultEndsTheRun(t *testing.T) {
 	}
 	if balanceUSD(t, key) != 5 {
 		t.Fatal("the hold of an unrecordable run was not released")
+	}
+}
+
+// #14 item 9: operators find renders and top-ups by kind, model, payer,
+// network and outcome; a failed render is findable as failed.
+func TestRendersAndTopUpsAreFindable(t *testing.T) {
+	w := newWallet(t, 10*money.USD)
+	rec := wantStatus(t, buy(t, frontend.SpeechPath, w, map[string]any{"text": "This is a bomb threat."}), http.StatusOK)
+	if rec["status"] != "error" {
+		t.Fatalf("%v", rec)
+	}
+	wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", w.pay(t, challenge(t))), http.StatusOK)
+	payer := w.addr.Hex()
+	for _, c := range []struct{ query, want string }{
+		{"Kind = 'speech' AND Model = 'speech-v3' AND RunStatus = 'error' AND Network = 'eip155:8453' AND Payer = '" + payer + "'",
+			workflows.RenderWorkflowID(rec["runId"].(string))},
+		{"Kind = 'topup' AND RunStatus = 'success' AND Payer = '" + payer + "'", "topup/"},
+	} {
+		found := ""
+		for end := time.Now().Add(30 * time.Second); found == "" && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			resp, err := env.Platform.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: c.query})
+			if err != nil {
+				t.Fatalf("%s: %v", c.query, err)
+			}
+			for _, e := range resp.Executions {
+				if strings.HasPrefix(e.GetExecution().GetWorkflowId(), c.want) {
+					found = e.GetExecution().GetWorkflowId()
+				}
+			}
+		}
+		if found == "" {
+			t.Fatalf("nothing found for %s", c.query)
+		}
 	}
 }

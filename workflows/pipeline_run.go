@@ -32,6 +32,11 @@ var (
 	AttrPipelineVersion = temporal.NewSearchAttributeKeyInt64("PipelineVersion")
 	AttrAccountID       = temporal.NewSearchAttributeKeyKeyword("AccountId")
 	AttrRunStatus       = temporal.NewSearchAttributeKeyKeyword("RunStatus")
+	// Renders and top-ups: what was bought, by whom, on which network.
+	AttrKind    = temporal.NewSearchAttributeKeyKeyword("Kind")
+	AttrModel   = temporal.NewSearchAttributeKeyKeyword("Model")
+	AttrPayer   = temporal.NewSearchAttributeKeyKeyword("Payer")
+	AttrNetwork = temporal.NewSearchAttributeKeyKeyword("Network")
 )
 
 // SearchAttributes lists them with their types, for registration.
@@ -41,6 +46,10 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		AttrPipelineVersion.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
 		AttrAccountID.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		AttrRunStatus.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrKind.GetName():            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrModel.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrPayer.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrNetwork.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
@@ -50,6 +59,9 @@ const (
 	StatusSuccess = "success"
 	StatusError   = "error"
 	StatusPartial = "partial"
+	// StatusRefused: a render or top-up whose payment (or retry) was
+	// refused, so nothing ran.
+	StatusRefused = "refused"
 )
 
 // Node statuses.

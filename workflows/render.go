@@ -98,8 +98,11 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	}
 	admission = &adm
 	if !adm.Accepted {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusRefused))
 		return nil
 	}
+	// A retry learns its wallet only now, from the run it retries.
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPayer.ValueSet(x402.DisplayAddress(adm.Run.Network, adm.Run.Payer)), AttrNetwork.ValueSet(adm.Run.Network))
 
 	res := store.MediaResult{RunID: in.Run.RunID}
 	late, rendered, renderErr := render(ctx, short, in)
@@ -126,7 +129,11 @@ func Render(ctx workflow.Context, in RenderInput) error {
 		res.Message = failureMessage(res.Reason)
 	}
 	res.FinishedAt = workflow.Now(ctx)
+	// A failed render is findable as such in the Temporal UI:
+	// RunStatus = 'error' (or 'partial').
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(res.Status))
 	if err := workflow.ExecuteActivity(short, renders.Finish, res).Get(short, nil); err != nil {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusError))
 		// The outcome cannot be recorded as it is: record a failure with
 		// only the reason, which releases the price (nothing charged; the
 		// retry stays open).

@@ -76,6 +76,7 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	res := TopUpResult{Network: in.Requirements.Network, Payer: settled.Payer}
 	if !settled.Success {
 		res.Refused, res.Reason, res.Message = true, settled.Reason, settled.Message
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusRefused))
 		return res, nil
 	}
 	var granted activities.GrantOutcome
@@ -86,5 +87,6 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 		return TopUpResult{}, err
 	}
 	res.Granted, res.Duplicate, res.Balance, res.AccountID, res.Transaction = in.Amount, granted.Duplicate, granted.Balance, granted.AccountID, settled.Transaction
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusSuccess))
 	return res, nil
 }
