@@ -75,7 +75,7 @@ func (s *Server) topUp(c *gin.Context) {
 			workflows.AttrKind.ValueSet("topup"), workflows.AttrNetwork.ValueSet(pp.Network),
 			workflows.AttrPayer.ValueSet(x402.DisplayAddress(pp.Network, pp.Payer)), workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
 		),
-	}, workflows.TopUp, workflows.TopUpInput{Payment: pp.Payload, Requirements: pp.Requirements, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
+	}, workflows.WfTopUp, workflows.TopUpInput{Payment: pp.Payload, Requirements: pp.Requirements, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
 	replay := false
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {

@@ -111,7 +111,7 @@ func (s *Server) startRun(c *gin.Context, p store.Pipeline, g *pipeline.Graph, v
 			workflows.AttrAccountID.ValueSet(account),
 			workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
 		),
-	}, workflows.PipelineRun, workflows.RunInput{
+	}, workflows.WfPipelineRun, workflows.RunInput{
 		RunID: run.RunID, PipelineID: p.ID, Version: v.Version, AccountID: account,
 		Graph: v.Graph, Inputs: rr.Inputs, Held: held,
 		ModelTimeout: s.deps.Config.Runs.ModelTimeout, ModelAttempts: int32(s.deps.Config.Runs.ModelAttempts),

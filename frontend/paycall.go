@@ -285,7 +285,7 @@ func (s *Server) startRender(c *gin.Context, in workflows.RenderInput, k mediaKi
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
-	}, workflows.Render, in)
+	}, workflows.WfRender, in)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	h, err := tc.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{

@@ -95,7 +95,7 @@ func TestUnstorableResultEndsTheRun(t *testing.T) {
 	run, err := env.Platform.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.PipelineRunWorkflowID(runID), TaskQueue: workflows.PipelineQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	}, workflows.PipelineRun, workflows.RunInput{
+	}, workflows.WfPipelineRun, workflows.RunInput{
 		RunID: runID, PipelineID: id, Version: ver.Version, AccountID: acct, Graph: ver.Graph,
 		Inputs: map[string]string{"question": "un\u0000storable"}, Held: money.USD, ModelTimeout: time.Minute, ModelAttempts: 2,
 	})

@@ -118,11 +118,6 @@ type RunState struct {
 	Error            string            `json:"error,omitempty"`
 }
 
-var (
-	models *activities.Models
-	runs   *activities.Runs
-)
-
 // PipelineRun executes a published snapshot: nodes in dependency order,
 // every node of a layer in parallel, each model call an activity with its
 // own retry policy. Whatever happens, the run ends by recording its result
@@ -231,7 +226,7 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 				NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
 			},
 		})
-		f := workflow.ExecuteActivity(actx, models.Generate, activities.GenerateInput{
+		f := workflow.ExecuteActivity(actx, ActGenerate, activities.GenerateInput{
 			RunID: r.in.RunID, NodeID: id, Request: req, Stream: id == r.in.StreamNode,
 		})
 		return modelCall{id: id, future: f}, true
@@ -288,7 +283,7 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 	}
 	nodes, _ := json.Marshal(r.state.Nodes)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
-	err := workflow.ExecuteActivity(actx, runs.Finish, store.RunResult{
+	err := workflow.ExecuteActivity(actx, ActFinishRun, store.RunResult{
 		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
 		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
 		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
@@ -299,7 +294,7 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 		// releases its hold, so nothing stays held and nothing is charged.
 		r.state.Status, r.state.Outputs, charge = StatusError, map[string]string{}, 0
 		r.state.Error = "the run's result could not be recorded: " + nodeError(err)
-		if err := workflow.ExecuteActivity(actx, runs.Fail, activities.FailInput{
+		if err := workflow.ExecuteActivity(actx, ActFailRun, activities.FailInput{
 			RunID: r.in.RunID, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
 		}).Get(ctx, nil); err != nil {
 			return r.state, err

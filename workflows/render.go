@@ -67,8 +67,6 @@ type Admission struct {
 	Failed string
 }
 
-var renders *activities.Renders
-
 // Render settles the payment (paid runs), records the run, renders the
 // file and records the outcome with its money: the price is captured on
 // success and released on failure, so a failed render is never charged.
@@ -132,7 +130,7 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	// A failed render is findable as such in the Temporal UI:
 	// RunStatus = 'error' (or 'partial').
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(res.Status))
-	if err := workflow.ExecuteActivity(short, renders.Finish, res).Get(short, nil); err != nil {
+	if err := workflow.ExecuteActivity(short, ActFinishRender, res).Get(short, nil); err != nil {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusError))
 		// The outcome cannot be recorded as it is: record a failure with
 		// only the reason, which releases the price (nothing charged; the
@@ -141,7 +139,7 @@ func Render(ctx workflow.Context, in RenderInput) error {
 			RunID: in.Run.RunID, Status: "error", Reason: activities.ReasonRenderFailed, FailedStep: "record",
 			Error: "the render's outcome could not be recorded", Message: failureMessage(activities.ReasonRenderFailed), FinishedAt: res.FinishedAt,
 		}
-		return workflow.ExecuteActivity(short, renders.Finish, failed).Get(short, nil)
+		return workflow.ExecuteActivity(short, ActFinishRender, failed).Get(short, nil)
 	}
 	return nil
 }
@@ -150,7 +148,7 @@ func Render(ctx workflow.Context, in RenderInput) error {
 func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	if in.RetryOf != "" {
 		var opened activities.OpenedRetry
-		if err := workflow.ExecuteActivity(ctx, renders.OpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: in.Run}).Get(ctx, &opened); err != nil {
+		if err := workflow.ExecuteActivity(ctx, ActOpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: in.Run}).Get(ctx, &opened); err != nil {
 			return Admission{}, err
 		}
 		if opened.Refusal != nil {
@@ -160,7 +158,7 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	}
 	var settled activities.SettleOutcome
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
-	if err := workflow.ExecuteActivity(sctx, payments.Settle, activities.SettleInput{
+	if err := workflow.ExecuteActivity(sctx, ActSettle, activities.SettleInput{
 		Payment: *in.Payment, Requirements: in.Requirements, Amount: in.Run.Price, Resource: in.Resource,
 		Purpose: RenderWorkflowID(in.Run.RunID),
 	}).Get(sctx, &settled); err != nil {
@@ -173,10 +171,10 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	n := in.Run
 	n.Transaction, n.Paid = settled.Transaction, in.Run.Price
 	var run store.MediaRun
-	if err := workflow.ExecuteActivity(ctx, renders.OpenPaid, n).Get(ctx, &run); err != nil {
+	if err := workflow.ExecuteActivity(ctx, ActOpenPaid, n).Get(ctx, &run); err != nil {
 		// Settled but not recorded: the money must not be lost, so its
 		// value goes to the wallet's balance (once per transaction).
-		if cerr := workflow.ExecuteActivity(ctx, renders.CreditPayment, n).Get(ctx, nil); cerr != nil {
+		if cerr := workflow.ExecuteActivity(ctx, ActCreditPayment, n).Get(ctx, nil); cerr != nil {
 			return Admission{}, cerr
 		}
 		return Admission{Failed: "the payment was settled but the run could not be recorded; its value was credited to the paying wallet's balance"}, nil
@@ -197,7 +195,7 @@ func render(ctx, short workflow.Context, in RenderInput) (late bool, out activit
 		HeartbeatTimeout:       in.HeartbeatTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3},
 	})
-	fut := workflow.ExecuteActivity(actx, renders.Render, activities.RenderJob{RunID: in.Run.RunID, Kind: in.Run.Kind, Request: in.Run.Request})
+	fut := workflow.ExecuteActivity(actx, ActRender, activities.RenderJob{RunID: in.Run.RunID, Kind: in.Run.Kind, Request: in.Run.Request})
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	deadline := workflow.NewTimer(timerCtx, in.Deadline)
@@ -211,7 +209,7 @@ func render(ctx, short workflow.Context, in RenderInput) (late bool, out activit
 	})
 	sel.Select(ctx)
 	if !done && late {
-		if err := workflow.ExecuteActivity(short, renders.MarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
+		if err := workflow.ExecuteActivity(short, ActMarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
 			return late, out, err
 		}
 	}

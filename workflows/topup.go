@@ -56,8 +56,6 @@ type TopUpResult struct {
 	Payer       string
 }
 
-var payments *activities.Payments
-
 // TopUp settles the payment, then grants the credit: each step an
 // activity that is idempotent on its own (the payment by its recorded
 // claim, the grant by the settled transaction), so retries, restarts and
@@ -67,7 +65,7 @@ var payments *activities.Payments
 func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
 	var settled activities.SettleOutcome
-	if err := workflow.ExecuteActivity(ctx, payments.Settle, activities.SettleInput{
+	if err := workflow.ExecuteActivity(ctx, ActSettle, activities.SettleInput{
 		Payment: in.Payment, Requirements: in.Requirements, Amount: in.Amount, Resource: in.Resource,
 		Purpose: "topup/" + TopUpTarget(in.AccountID),
 	}).Get(ctx, &settled); err != nil {
@@ -81,7 +79,7 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	}
 	var granted activities.GrantOutcome
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
-	if err := workflow.ExecuteActivity(ctx, payments.Grant, activities.GrantInput{
+	if err := workflow.ExecuteActivity(ctx, ActGrant, activities.GrantInput{
 		AccountID: in.AccountID, Network: in.Requirements.Network, Payer: settled.Payer, Transaction: settled.Transaction, Amount: in.Amount,
 	}).Get(ctx, &granted); err != nil {
 		return TopUpResult{}, err

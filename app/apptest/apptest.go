@@ -105,6 +105,12 @@ func run(m *testing.M, out **Env) int {
 	env.logs = logs
 	*out = env
 	code := m.Run()
+	if dir := os.Getenv(CaptureEnv); dir != "" && code == 0 {
+		if err := captureHistories(ctx, env.Platform.Temporal, dir); err != nil {
+			fmt.Fprintf(os.Stderr, "apptest: capturing histories: %v\n", err)
+			code = 1
+		}
+	}
 	cleanup()
 	return code
 }
