@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -99,6 +100,12 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 			if err := sqliteschema.SetupSchema(sqlConf); err != nil {
 				return nil, fmt.Errorf("Temporal SQLite schema could not be created in %s: %w", abs, err)
 			}
+		} else if err := forgetMembers(abs); err != nil {
+			return nil, fmt.Errorf("Temporal SQLite file %s could not be prepared: %w", abs, err)
+		}
+		// Histories hold payment payloads and prompts: owner only.
+		if err := os.Chmod(abs, 0o600); err != nil {
+			return nil, err
 		}
 	}
 
@@ -148,6 +155,21 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 		}
 	}
 	return t, nil
+}
+
+// forgetMembers drops the cluster members an earlier process recorded.
+// This server is the only node of its cluster, and its services listen on
+// new ports at every start, so every recorded member is a dead address;
+// left in place, the ring bootstraps from them and the first workflow
+// task after a restart waits about a minute for them to be given up on.
+func forgetMembers(file string) error {
+	db, err := sql.Open(sqliteplugin.PluginName, file)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`DELETE FROM cluster_membership`)
+	return err
 }
 
 func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
