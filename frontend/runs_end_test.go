@@ -149,3 +149,25 @@ func TestRendersAndTopUpsAreFindable(t *testing.T) {
 		}
 	}
 }
+
+// #14 item 3: a template that amplifies a large input ends the run with a
+// clear node error and its hold released, instead of a workflow task that
+// fails forever with the credit held; an input over the per-value limit
+// is refused before anything is held.
+func TestTemplateAmplificationEndsTheRun(t *testing.T) {
+	_, key := env.NewAccount(t)
+	id := createPipeline(t, key, echoGraph("{{question}}{{question}}{{question}}", "local-echo"))
+	publish(t, key, id)
+	run := invoke(t, key, id, map[string]any{"question": strings.Repeat("q", 300<<10)})
+	rec := waitRun(t, key, run["statusUrl"].(string))
+	if rec["status"] != "error" || !strings.Contains(rec["error"].(string), "limit per node") {
+		t.Fatalf("%v", rec["error"])
+	}
+	if balanceUSD(t, key) != 5 {
+		t.Fatal("the hold of an amplified run was not released")
+	}
+	e := wantStatus(t, do(t, "POST", "/api/pipelines/"+id+"/invoke", key, map[string]any{"inputs": map[string]any{"question": strings.Repeat("q", 600<<10)}}), http.StatusBadRequest)
+	if !strings.Contains(e["error"].(string), "limit per value") {
+		t.Fatalf("%v", e)
+	}
+}

@@ -138,6 +138,8 @@ type runner struct {
 	state  RunState
 	values map[string]string
 	index  map[string]int // node id → position in state.Nodes
+	// bytes is the size of every value so far (pipeline.MaxRunBytes).
+	bytes int
 }
 
 func (r *runner) execute(ctx workflow.Context) {
@@ -254,6 +256,14 @@ func (r *runner) done(ctx workflow.Context, id, value string, err error) {
 	now := workflow.Now(ctx)
 	ns := r.node(id)
 	ns.FinishedAt = &now
+	switch {
+	case err != nil:
+	case len(value) > pipeline.MaxNodeBytes:
+		err, value = fmt.Errorf("its value would be %d KiB, %w", len(value)>>10, pipeline.ErrTooLarge), ""
+	case r.bytes+len(value) > pipeline.MaxRunBytes:
+		err, value = fmt.Errorf("the run's values would pass the %d KiB limit per run", pipeline.MaxRunBytes>>10), ""
+	}
+	r.bytes += len(value)
 	if err != nil {
 		ns.Status, ns.Error = NodeError, nodeError(err)
 		if r.state.Error == "" {
