@@ -80,6 +80,9 @@ func New(d Deps) *Server {
 	if d.DevTools && d.Payments.Enabled() && d.Payments.Chain != nil {
 		r.POST(DevMintPath, s.devMint)
 	}
+	if d.DevTools && d.Config.Temporal.CodecKeys != "" {
+		s.mountCodec(r)
+	}
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).

@@ -1,12 +1,15 @@
 package workflows
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"conduit/internal/codec"
 )
 
 // Histories recorded from real runs of every workflow type and outcome
@@ -33,9 +36,22 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			t.Errorf("no recorded history for %s", want)
 		}
 	}
+	// Histories captured with the codec on are sealed with the key kept
+	// beside them (test data, not a secret).
+	var opts worker.WorkflowReplayerOptions
+	if key, err := os.ReadFile("testdata/histories/codec.key"); err == nil {
+		cd, err := codec.Parse(strings.TrimSpace(string(key)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.DataConverter = cd.DataConverter()
+	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r, err := worker.NewWorkflowReplayerWithOptions(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r.RegisterWorkflowWithOptions(PipelineRun, workflow.RegisterOptions{Name: WfPipelineRun})
 			r.RegisterWorkflowWithOptions(Render, workflow.RegisterOptions{Name: WfRender})
 			r.RegisterWorkflowWithOptions(TopUp, workflow.RegisterOptions{Name: WfTopUp})

@@ -26,6 +26,7 @@ import (
 	"conduit/app"
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/codec"
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/pg"
@@ -230,6 +231,15 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	// A stopped worker is a crashed one here (tests kill workers
 	// mid-render); draining on stop is the production default.
 	cfg.Temporal.StopTimeout = 0
+	// Every payload the tests' workflows write is sealed, as in production;
+	// when histories are captured, with the key kept beside them so the
+	// replay suite can open them.
+	cfg.Temporal.CodecKeys = codec.NewKey("test")
+	if dir := os.Getenv(CaptureEnv); dir != "" {
+		if cfg.Temporal.CodecKeys, err = captureKey(dir); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {

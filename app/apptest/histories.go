@@ -15,11 +15,30 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"conduit/internal/codec"
 )
 
 // CaptureEnv names the folder the harness writes workflow histories to
 // after a package's tests, for the replay suite (workflows/testdata).
 const CaptureEnv = "CONDUIT_CAPTURE_HISTORIES"
+
+// CaptureKeyFile holds the codec key the captured histories are sealed with.
+const CaptureKeyFile = "codec.key"
+
+// captureKey reads the capture folder's codec key, making one if needed.
+func captureKey(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, CaptureKeyFile)
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		b = []byte(codec.NewKey("replay"))
+		err = os.WriteFile(path, b, 0o644)
+	}
+	return strings.TrimSpace(string(b)), err
+}
 
 // captureHistories writes one closed history per distinct shape — the
 // workflow type, its RunStatus and the activities it scheduled — as the

@@ -22,6 +22,7 @@ import (
 
 	"conduit/app"
 	"conduit/frontend"
+	"conduit/internal/codec"
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/apt"
@@ -53,18 +54,22 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	started := time.Now()
+	if err := localCodec(cfg, dataDir); err != nil {
+		return err
+	}
 	stack, err := devstack.Start(ctx, devstack.Options{
-		DataDir:         dataDir,
-		DatabaseURL:     cfg.Database.URL,
-		TemporalAddress: cfg.Temporal.Address,
-		Namespace:       cfg.Temporal.Namespace,
-		PostgresPort:    cfg.Dev.PostgresPort,
-		TemporalPort:    cfg.Dev.TemporalPort,
-		TemporalUIPort:  cfg.Dev.TemporalUIPort,
-		TimerResolution: 100 * time.Millisecond,
-		InstallPostgres: cfg.Dev.InstallPostgres,
-		TemporalLog:     temporalLog(cfg.Dev.TemporalLog),
-		Log:             env.Log,
+		TemporalCodecEndpoint: cfg.BaseURL() + frontend.CodecPath,
+		DataDir:               dataDir,
+		DatabaseURL:           cfg.Database.URL,
+		TemporalAddress:       cfg.Temporal.Address,
+		Namespace:             cfg.Temporal.Namespace,
+		PostgresPort:          cfg.Dev.PostgresPort,
+		TemporalPort:          cfg.Dev.TemporalPort,
+		TemporalUIPort:        cfg.Dev.TemporalUIPort,
+		TimerResolution:       100 * time.Millisecond,
+		InstallPostgres:       cfg.Dev.InstallPostgres,
+		TemporalLog:           temporalLog(cfg.Dev.TemporalLog),
+		Log:                   env.Log,
 	})
 	if err != nil {
 		return err
@@ -167,6 +172,29 @@ func localPayments(cfg *config.Config, dataDir string) error {
 		return err
 	}
 	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", strings.TrimSpace(string(b))
+	return nil
+}
+
+// localCodec seals workflow payloads with a key generated once and kept in
+// the data folder, unless temporal.codec_keys names keys.
+func localCodec(cfg *config.Config, dataDir string) error {
+	if cfg.Temporal.CodecKeys != "" {
+		return nil
+	}
+	path := filepath.Join(dataDir, "temporal-codec.key")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		b = []byte(codec.NewKey("dev"))
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	cfg.Temporal.CodecKeys = strings.TrimSpace(string(b))
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/ulule/limiter/v3"
 
+	"conduit/internal/codec"
 	"conduit/internal/money"
 )
 
@@ -215,6 +216,10 @@ type Temporal struct {
 	// StopTimeout is how long a stopping worker lets running activities
 	// finish (a deploy drains renders instead of cancelling them).
 	StopTimeout time.Duration `mapstructure:"stop_timeout"`
+	// CodecKeys encrypt workflow payloads: "id:base64(32 bytes)", comma
+	// separated, the first sealing new payloads (internal/codec). Empty:
+	// payloads are stored in the clear.
+	CodecKeys string `mapstructure:"codec_keys"`
 }
 
 // Dev configures the embedded stack the dev command starts.
@@ -253,6 +258,7 @@ var defaults = map[string]any{
 	"temporal.pollers":            2,
 	"temporal.render_concurrency": 2,
 	"temporal.stop_timeout":       "10m",
+	"temporal.codec_keys":         "",
 	"dev.data_dir":                ".data",
 	"dev.postgres_port":           54329,
 	"dev.temporal_port":           7233,
@@ -361,6 +367,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Temporal.RenderConcurrency < 1 || c.Temporal.RenderConcurrency > 256 {
 		errs = append(errs, fmt.Errorf("temporal.render_concurrency (%s_TEMPORAL_RENDER_CONCURRENCY) must be 1 to 256", EnvPrefix))
+	}
+	if c.Temporal.CodecKeys != "" {
+		if _, err := codec.Parse(c.Temporal.CodecKeys); err != nil {
+			errs = append(errs, fmt.Errorf("temporal.codec_keys (%s_TEMPORAL_CODEC_KEYS): %v", EnvPrefix, err))
+		}
 	}
 	if c.Temporal.StopTimeout < 0 {
 		errs = append(errs, fmt.Errorf("temporal.stop_timeout (%s_TEMPORAL_STOP_TIMEOUT) must not be negative", EnvPrefix))

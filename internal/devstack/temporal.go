@@ -44,6 +44,8 @@ type TemporalOptions struct {
 	// LogLevel of the server's own logs (written to stderr): debug, info,
 	// warn, error. Empty silences them.
 	LogLevel string
+	// CodecEndpoint is where the UI decodes sealed payloads (empty: none).
+	CodecEndpoint string
 }
 
 // Temporal is a running in-process server.
@@ -53,6 +55,8 @@ type Temporal struct {
 	Namespace string
 	server    temporal.Server
 	ui        *uiserver.Server
+	// codecEndpoint decodes sealed payloads for the UI (TemporalOptions).
+	codecEndpoint string
 }
 
 const clusterName = "active"
@@ -142,7 +146,7 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("Temporal server could not start: %w", err)
 	}
-	t := &Temporal{Address: cfg.PublicClient.HostPort, Namespace: o.Namespace, server: srv}
+	t := &Temporal{Address: cfg.PublicClient.HostPort, Namespace: o.Namespace, server: srv, codecEndpoint: o.CodecEndpoint}
 	if err := t.waitReady(ctx); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -271,6 +275,7 @@ func (t *Temporal) waitReady(ctx context.Context) error {
 func (t *Temporal) startUI(port int) {
 	t.UIAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	t.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+		Codec:               uiconfig.Codec{Endpoint: t.codecEndpoint},
 		Host:                "127.0.0.1",
 		Port:                port,
 		TemporalGRPCAddress: t.Address,
