@@ -90,6 +90,10 @@ func captureOne(ctx context.Context, c client.Client, dir, typ, id, runID, runSt
 		}
 	}
 	slices.Sort(acts)
+	if in := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(); len(in) > 0 &&
+		string(in[0].GetMetadata()["encoding"]) == codec.Encoding {
+		runStatus += "-sealed"
+	}
 	shape := typ + "/" + runStatus + "/" + strings.Join(acts, ",")
 	sum := sha256.Sum256([]byte(shape))
 	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.json", strings.ToLower(typ), runStatus, hex.EncodeToString(sum[:4])))
