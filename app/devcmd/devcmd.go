@@ -157,22 +157,39 @@ func localPayments(cfg *config.Config, dataDir string) error {
 	if cfg.X402.Facilitator != "" {
 		return nil
 	}
-	path := filepath.Join(dataDir, "x402-facilitator.key")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := kept(dataDir, "x402-facilitator.key", func() (string, error) {
 		k, err := crypto.GenerateKey()
 		if err != nil {
-			return err
+			return "", err
 		}
-		b = []byte(hexutil.Encode(crypto.FromECDSA(k)))
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-	} else if err != nil {
+		return hexutil.Encode(crypto.FromECDSA(k)), nil
+	})
+	if err != nil {
 		return err
 	}
-	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", strings.TrimSpace(string(b))
+	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", b
 	return nil
+}
+
+// kept returns the secret kept in the data folder under name, making it
+// with fresh the first time (owner-only), so restarts keep the same keys.
+func kept(dataDir, name string, fresh func() (string, error)) (string, error) {
+	path := filepath.Join(dataDir, name)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	v, err := fresh()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	return v, os.WriteFile(path, []byte(v), 0o600)
 }
 
 // localCodec seals workflow payloads with a key generated once and kept in
@@ -181,20 +198,11 @@ func localCodec(cfg *config.Config, dataDir string) error {
 	if cfg.Temporal.CodecKeys != "" {
 		return nil
 	}
-	path := filepath.Join(dataDir, "temporal-codec.key")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		b = []byte(codec.NewKey("dev"))
-		if err := os.MkdirAll(dataDir, 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-	} else if err != nil {
+	b, err := kept(dataDir, "temporal-codec.key", func() (string, error) { return codec.NewKey("dev"), nil })
+	if err != nil {
 		return err
 	}
-	cfg.Temporal.CodecKeys = strings.TrimSpace(string(b))
+	cfg.Temporal.CodecKeys = b
 	return nil
 }
 
@@ -227,20 +235,14 @@ func localMedia(cfg *config.Config, dataDir string) error {
 	if cfg.Media.Secret != "" {
 		return nil
 	}
-	path := filepath.Join(dataDir, "media-secret")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := kept(dataDir, "media-secret", func() (string, error) {
 		buf := make([]byte, 32)
-		if _, err := rand.Read(buf); err != nil {
-			return err
-		}
-		b = []byte(hex.EncodeToString(buf))
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-	} else if err != nil {
+		_, err := rand.Read(buf)
+		return hex.EncodeToString(buf), err
+	})
+	if err != nil {
 		return err
 	}
-	cfg.Media.Secret = strings.TrimSpace(string(b))
+	cfg.Media.Secret = b
 	return nil
 }
