@@ -171,3 +171,44 @@ func TestTemplateAmplificationEndsTheRun(t *testing.T) {
 		t.Fatalf("%v", e)
 	}
 }
+
+// #14 item 6: renders run at most temporal.render_concurrency at once per
+// worker (2 in the harness); a third waits for a slot, and settlement is on
+// another queue, so the third purchase is still taken at once.
+func TestRendersAreBoundedPerWorker(t *testing.T) {
+	if n := env.Config.Temporal.RenderConcurrency; n != 2 {
+		t.Fatalf("the harness runs %d renders at once, this test expects 2", n)
+	}
+	w := newWallet(t, 10*money.USD)
+	var prompts, status []string
+	for i := range 3 {
+		prompt := "bounded " + t.Name() + " " + string(rune('a'+i))
+		rec := wantStatus(t, buyVideo(t, w, map[string]any{"prompt": prompt, "model": "kine-3.0", "async": true}), http.StatusOK)
+		if rec["status"] != "running" || rec["transaction"] == nil {
+			t.Fatalf("purchase %d was not taken at once: %v", i, rec)
+		}
+		prompts, status = append(prompts, prompt), append(status, rec["statusUrl"].(string))
+	}
+	submitted := func() (n int) {
+		for _, p := range prompts {
+			n += min(1, env.Studio.Submits(p))
+		}
+		return n
+	}
+	env.Studio.WaitSubmitted(t, prompts[0])
+	env.Studio.WaitSubmitted(t, prompts[1])
+	// The third has no slot while the first two are held at the studio.
+	time.Sleep(1500 * time.Millisecond)
+	if n := submitted(); n != 2 {
+		t.Fatalf("%d renders reached the studio at once", n)
+	}
+	env.Studio.Release(prompts[0])
+	env.Studio.WaitSubmitted(t, prompts[2])
+	env.Studio.Release(prompts[1])
+	env.Studio.Release(prompts[2])
+	for _, s := range status {
+		if rec := finished(t, s); rec["status"] != "success" {
+			t.Fatalf("%v", rec)
+		}
+	}
+}
