@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -82,8 +83,11 @@ func chatShape(g *pipeline.Graph) (chatTarget, error) {
 // ignored as OpenAI-compatible servers do.
 func parseChat(c *gin.Context) (chatRequest, string, error) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
-	if err := dec.Decode(&req); err != nil {
+	b, err := readBody(c)
+	if err != nil {
+		return req, "", err
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&req); err != nil {
 		return req, "", badJSON(err)
 	}
 	if len(req.Model) > 0 && string(req.Model) != "null" {

@@ -162,6 +162,10 @@ func (s *Server) invoke(c *gin.Context) {
 		fail(c, errorf(http.StatusBadRequest, "Idempotency-Key must be at most 200 characters"))
 		return
 	}
+	if err := storable("the Idempotency-Key header", key); err != nil {
+		fail(c, err)
+		return
+	}
 	run, existing, err := s.startRun(c, p, g, v, runRequest{Kind: "invoke", Inputs: inputs, IdempotencyKey: key})
 	if err != nil {
 		fail(c, err)
