@@ -492,11 +492,19 @@ func (s *Server) fileURL(key string) string {
 	return s.url(FilesPath+key) + "?c=" + s.deps.Media.Files.Sign(key)
 }
 
-// claimedRun reads the run a claim ticket opens: 400 unless both runId and
-// token are present, 403 for a bad, expired or mismatched ticket, 404 for
-// an unknown run (or one of another kind).
+// claimedRun reads the run a claim ticket opens: 404 with how to encode
+// '#' for a runId without one, 400 unless both runId and token are
+// present, 403 for a bad, expired or mismatched ticket, 404 for an unknown
+// run (or one of another kind).
 func (s *Server) claimedRun(c *gin.Context, k mediaKind) (store.MediaRun, bool) {
 	runID, token := c.Query("runId"), c.Query("token")
+	if runID != "" {
+		// Before the token: a raw '#' cut the token off with the id's tail.
+		if err := truncatedRunID(runID); err != nil {
+			fail(c, err)
+			return store.MediaRun{}, false
+		}
+	}
 	if runID == "" || token == "" {
 		fail(c, errorf(http.StatusBadRequest, "runId and token are both required (statusUrl and retryUrl carry them)"))
 		return store.MediaRun{}, false
