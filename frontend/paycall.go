@@ -88,17 +88,20 @@ func (s *Server) mediaKinds() []mediaKind {
 }
 
 // getMedia: GET <kind endpoint> — the menu without a query, else the run
-// its claim ticket opens.
+// its claim ticket opens. Only the menu (selling) depends on pay-per-call
+// being on: a ticket already issued opens its run whatever the switches
+// say now.
 func (s *Server) getMedia(k mediaKind) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if !s.payPerCallReady(c) {
-			return
-		}
 		if len(c.Request.URL.Query()) == 0 {
-			c.JSON(http.StatusOK, k.menu())
+			if s.payPerCallReady(c) {
+				c.JSON(http.StatusOK, k.menu())
+			}
 			return
 		}
-		s.pollMediaRun(c, k)
+		if s.claimsReady(c) {
+			s.pollMediaRun(c, k)
+		}
 	}
 }
 
@@ -126,6 +129,18 @@ func (s *Server) payPerCallReady(c *gin.Context) bool {
 	}
 	if s.deps.Media.Err != nil {
 		fail(c, errorf(http.StatusServiceUnavailable, "pay-per-call is not available on this deployment"))
+		return false
+	}
+	return true
+}
+
+// claimsReady answers 503 unless claim tickets and file links can be
+// checked: they need the signing secret (media.secret), not payments. The
+// ticket and file signers are made from that secret together, so a
+// missing ticket signer means the file signer has no key either.
+func (s *Server) claimsReady(c *gin.Context) bool {
+	if s.deps.Media.Tickets == nil {
+		fail(c, errorf(http.StatusServiceUnavailable, "claim tickets and file links cannot be checked on this deployment (media.secret is not set)"))
 		return false
 	}
 	return true
@@ -631,6 +646,9 @@ func (s *Server) retryRefused(c *gin.Context, k mediaKind, old store.MediaRun, r
 // serveFile: GET /files/<key>?c=<signature> serves a stored file to whoever
 // holds its signed URL, and records the delivery.
 func (s *Server) serveFile(c *gin.Context) {
+	if !s.claimsReady(c) {
+		return
+	}
 	key := strings.TrimPrefix(c.Param("key"), "/")
 	if blob.ValidKey(key) != nil || !s.deps.Media.Files.Verify(key, c.Query("c")) {
 		fail(c, errorf(http.StatusForbidden, "this file link is not valid"))
