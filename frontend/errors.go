@@ -120,7 +120,7 @@ func writeError(c *gin.Context, e *APIError) {
 // openAIType names the error class the way OpenAI-compatible clients expect.
 func openAIType(status int) string {
 	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotFound, http.StatusConflict:
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusNotFound, http.StatusConflict, http.StatusMethodNotAllowed:
 		return "invalid_request_error"
 	case http.StatusUnauthorized:
 		return "authentication_error"

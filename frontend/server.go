@@ -117,6 +117,9 @@ func New(d Deps) *Server {
 	// Chat completions speak OpenAI's error shape from the first check on.
 	r.POST(ChatPath, useShape(shapeOpenAI), checkInput, s.authenticate,
 		requireScope(apikey.PipelinesRun), s.loadPipeline, s.chatCompletions)
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		r.Handle(m, ChatPath, useShape(shapeOpenAI), chatMethodNotAllowed)
+	}
 
 	s.router = r
 	return s
