@@ -82,6 +82,7 @@ func New(d Deps) *Server {
 	}
 	// Every challenge stores a nonce: the same per-address limit applies.
 	edge.GET(PurchasesPath, s.paidRateLimit(), s.purchases)
+	edge.GET(CreditsPagePath, s.creditsPage)
 	edge.GET(FilesPath+"*key", s.serveFile)
 	edge.HEAD(FilesPath+"*key", s.serveFile)
 	if d.DevTools && d.Payments.Enabled() && d.Payments.Chain != nil {
