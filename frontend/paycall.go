@@ -404,8 +404,9 @@ wait:
 		return
 	}
 	if run, err = s.deps.Store.MediaRun(ctx, runID); err != nil {
-		logging.From(ctx).Error("reading a finished run failed", "run", runID, "err", err)
-		_, _ = c.Writer.Write([]byte(`{"error":"internal error","runId":` + strconv.Quote(runID) + `}`))
+		// The 200 is out: the error goes in the body, with the run to poll.
+		b, _ := json.Marshal(gin.H{"error": toAPIError(c, err).Message, "runId": runID, "statusUrl": status})
+		_, _ = c.Writer.Write(b)
 		return
 	}
 	s.writeRecord(c, s.withExtra(s.record(k, run), extra), run)
@@ -436,9 +437,7 @@ func (s *Server) writeRecord(c *gin.Context, rec gin.H, run store.MediaRun) {
 	}
 	c.Writer.Flush()
 	if run.Status == "success" && run.DeliveredAt == nil {
-		if err := s.deps.Store.MarkMediaDelivered(context.WithoutCancel(c.Request.Context()), run.RunID); err != nil {
-			logging.From(c.Request.Context()).Error("recording a delivery failed", "run", run.RunID, "err", err)
-		}
+		s.deliveries.record(context.WithoutCancel(c.Request.Context()), delivery{runID: run.RunID})
 	}
 }
 
@@ -689,9 +688,7 @@ func (s *Server) serveFile(c *gin.Context) {
 }
 
 func (s *Server) markFileDelivered(c *gin.Context, key string) {
-	if err := s.deps.Store.MarkMediaFileDelivered(context.WithoutCancel(c.Request.Context()), key); err != nil {
-		logging.From(c.Request.Context()).Error("recording a delivery failed", "key", key, "err", err)
-	}
+	s.deliveries.record(context.WithoutCancel(c.Request.Context()), delivery{fileKey: key})
 }
 
 func sha256Hex(b []byte) string {

@@ -45,16 +45,17 @@ const ChatPath = "/api/pipelines/:id/chat/completions"
 
 // Server is the API server.
 type Server struct {
-	deps    Deps
-	router  *gin.Engine
-	wallets *limiter.Limiter
+	deps       Deps
+	router     *gin.Engine
+	wallets    *limiter.Limiter
+	deliveries *deliveries
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
-	s := &Server{deps: d}
+	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
 	s.wallets = s.walletLimiter()
 	r := gin.New()
 	r.ContextWithFallback = true
