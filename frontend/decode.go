@@ -15,15 +15,25 @@ import (
 // maxBody bounds every JSON request body.
 const maxBody = 1 << 20
 
+// readBody reads the whole body, at most maxBody bytes, refusing what
+// could not be stored (checkBody).
+func readBody(c *gin.Context) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if err != nil {
+		return nil, badJSON(err)
+	}
+	return b, checkBody(b)
+}
+
 // decodeJSON reads the body as one JSON object into v, refusing unknown
-// fields, trailing data, oversized bodies and NUL characters with a 400
+// fields, trailing data, oversized bodies and unstorable text with a 400
 // that says what is wrong.
 func decodeJSON(c *gin.Context, v any) error {
-	raw, err := readBody(c)
+	b, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badJSON(err)
@@ -35,42 +45,6 @@ func decodeJSON(c *gin.Context, v any) error {
 		return errorf(http.StatusBadRequest, "request body must be a single JSON object")
 	}
 	return nil
-}
-
-// readBody reads a JSON body of at most maxBody bytes and refuses one whose
-// strings carry a NUL character: PostgreSQL cannot store U+0000 in text or
-// jsonb, so such input would be accepted (and paid for) and then fail to
-// be recorded forever.
-func readBody(c *gin.Context) ([]byte, error) {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
-	if err != nil {
-		return nil, badJSON(err)
-	}
-	if hasNUL(raw) {
-		return nil, errorf(http.StatusBadRequest, "text must not contain NUL characters (\\u0000)")
-	}
-	return raw, nil
-}
-
-// hasNUL reports a \u0000 escape in JSON text (raw control characters are
-// not valid JSON, so an escape is the only way a NUL gets into a string).
-// An escaped backslash before "u0000" is the literal text, not a NUL.
-func hasNUL(raw []byte) bool {
-	for i := bytes.Index(raw, []byte(`u0000`)); i >= 0; {
-		slashes := 0
-		for j := i - 1; j >= 0 && raw[j] == '\\'; j-- {
-			slashes++
-		}
-		if slashes%2 == 1 {
-			return true
-		}
-		next := bytes.Index(raw[i+1:], []byte(`u0000`))
-		if next < 0 {
-			break
-		}
-		i += 1 + next
-	}
-	return false
 }
 
 func badJSON(err error) error {
