@@ -43,6 +43,14 @@ func (a *Renders) OpenPaid(ctx context.Context, n store.NewMediaRun) (store.Medi
 	return a.Store.OpenPaidMediaRun(ctx, n)
 }
 
+// CreditPayment credits a settled payment whose run could not be opened to
+// the paying wallet's account: the compensating step that keeps a payment
+// from being lost. It shares OpenPaid's ledger key, so the payment is
+// credited once whichever step did it.
+func (a *Renders) CreditPayment(ctx context.Context, n store.NewMediaRun) error {
+	return a.Store.CreditPayment(ctx, n)
+}
+
 // RetryInput is the retry of a failed run.
 type RetryInput struct {
 	OldRunID string

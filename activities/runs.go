@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"strings"
+	"time"
 
 	"conduit/internal/store"
 )
@@ -16,4 +18,20 @@ type Runs struct {
 // other status releases the hold. Retries are harmless.
 func (r *Runs) Finish(ctx context.Context, res store.RunResult) error {
 	return r.Store.FinishRun(ctx, res)
+}
+
+// FailInput ends a run whose result could not be recorded.
+type FailInput struct {
+	RunID      string
+	Error      string
+	FinishedAt time.Time
+}
+
+// Fail is the compensating end of a run whose result cannot be stored: the
+// run becomes an error carrying only the reason, and its hold is released.
+func (r *Runs) Fail(ctx context.Context, in FailInput) error {
+	return r.Store.FinishRun(ctx, store.RunResult{
+		RunID: in.RunID, Status: "error", Outputs: map[string]string{}, Nodes: []byte("[]"),
+		Error: strings.ToValidUTF8(strings.ReplaceAll(in.Error, "\x00", ""), "?"), FinishedAt: in.FinishedAt,
+	})
 }

@@ -73,7 +73,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	if med.Err != nil && pay.Enabled() {
 		log.Warn("pay-per-call is off; the render endpoints answer 503", "reason", med.Err)
 	}
-	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, log)
+	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, cfg.Temporal.CodecKeys, log)
 	if err != nil {
 		pay.Close()
 		st.Close()
@@ -131,8 +131,9 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	if err := temporalx.EnsureSearchAttributes(ctx, p.Temporal, p.Config.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
 		return nil, err
 	}
+	t := p.Config.Temporal
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: p.Media.activities(p), Log: p.Log})
+		Renders: p.Media.activities(p), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 

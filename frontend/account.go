@@ -27,6 +27,6 @@ func (s *Server) balance(c *gin.Context) {
 	c.JSON(http.StatusOK, body)
 }
 
-func (s *Server) topUpURL() string { return s.url("/dashboard/credits") }
+func (s *Server) topUpURL() string { return s.url(CreditsPagePath) }
 
 func (s *Server) url(path string) string { return s.deps.Config.BaseURL() + path }

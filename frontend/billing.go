@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/accounts"
 	"conduit/internal/payments"
@@ -70,7 +71,11 @@ func (s *Server) topUp(c *gin.Context) {
 		ID: id, TaskQueue: workflows.PaymentsQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.TopUp, workflows.TopUpInput{Payment: pp.Payload, Requirements: pp.Requirements, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrKind.ValueSet("topup"), workflows.AttrNetwork.ValueSet(pp.Network),
+			workflows.AttrPayer.ValueSet(x402.DisplayAddress(pp.Network, pp.Payer)), workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
+		),
+	}, workflows.WfTopUp, workflows.TopUpInput{Payment: pp.Payload, Requirements: pp.Requirements, Amount: pay.TopUp, Resource: payments.TopUpPath, AccountID: accountID})
 	replay := false
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -82,8 +83,11 @@ func chatShape(g *pipeline.Graph) (chatTarget, error) {
 // ignored as OpenAI-compatible servers do.
 func parseChat(c *gin.Context) (chatRequest, string, error) {
 	var req chatRequest
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
-	if err := dec.Decode(&req); err != nil {
+	b, err := readBody(c)
+	if err != nil {
+		return req, "", err
+	}
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&req); err != nil {
 		return req, "", badJSON(err)
 	}
 	if len(req.Model) > 0 && string(req.Model) != "null" {
@@ -124,6 +128,13 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 		return req, "", errorf(http.StatusBadRequest, "messages contain no user message")
 	}
 	return req, last, nil
+}
+
+// chatMethodNotAllowed: another method on the chat route is a 405 in
+// OpenAI's shape, as OpenAI-compatible clients expect there.
+func chatMethodNotAllowed(c *gin.Context) {
+	c.Header("Allow", http.MethodPost)
+	fail(c, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; chat completions are created with POST", c.Request.Method, c.Request.URL.Path))
 }
 
 // chatCompletions: POST /api/pipelines/{id}/chat/completions.
@@ -204,8 +215,14 @@ func (s *Server) awaitRun(ctx context.Context, runID string) (workflows.RunState
 // streamChat answers with Server-Sent Events: a first chunk with the role,
 // content deltas as the model produces them (read from the run's delta
 // rows, woken by NOTIFY, so the worker may be another process), then a last
-// chunk with finish_reason stop and usage, then [DONE]. A failure after the
-// stream began is sent as an error event before [DONE].
+// chunk with finish_reason stop and usage, then [DONE].
+//
+// Nothing is written until there is something to send — the first token,
+// or the answer when the run ends — so a run that fails before its first
+// token is a plain 502 in OpenAI's error shape, like a non-streamed call.
+// A failure after the stream began is sent the way OpenAI's own API does
+// it: a last event whose data is {"error": {...}} (official clients raise
+// it as an error), without [DONE], which means success.
 func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc completion) {
 	ctx := c.Request.Context()
 	log := logging.From(ctx).With("run_id", run.RunID)
@@ -223,15 +240,29 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 		done <- outcome{st, err}
 	}()
 
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-
 	w := &sseWriter{c: c}
-	w.chunk(cc, gin.H{"role": "assistant", "content": ""}, nil, nil)
+	begin := func() {
+		if w.begun {
+			return
+		}
+		h := c.Writer.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		c.Status(http.StatusOK)
+		w.begun = true
+		w.chunk(cc, gin.H{"role": "assistant", "content": ""}, nil, nil)
+	}
+	// failed ends the call: a 502 (or the error's own status) before the
+	// stream began, the error event after.
+	failed := func(err *APIError) {
+		if !w.begun {
+			fail(c, err)
+			return
+		}
+		w.errorEvent(err.Message, openAIType(err.Status))
+	}
 
 	tr := &deltaTracker{}
 	pull := func() bool {
@@ -244,6 +275,7 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 		}
 		for _, d := range ds {
 			if text := tr.add(d); text != "" {
+				begin()
 				w.chunk(cc, gin.H{"content": text}, nil, nil)
 			}
 		}
@@ -261,22 +293,21 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 		case <-poll.C:
 			// Covers a notification lost while the listener reconnected.
 			pull()
-			if time.Since(w.last) >= keepAliveEvery {
+			if w.begun && time.Since(w.last) >= keepAliveEvery {
 				w.comment("keep-alive")
 			}
 		case out := <-done:
 			pull()
 			if out.err != nil {
 				log.Error("waiting for the run failed", "err", out.err)
-				w.errorEvent("internal error", "server_error")
-				w.done()
+				failed(toAPIError(c, out.err))
 				return
 			}
 			if out.st.Status != workflows.StatusSuccess {
-				w.errorEvent("the pipeline ran but a node failed: "+out.st.Error, "upstream_error")
-				w.done()
+				failed(errorf(http.StatusBadGateway, "the pipeline ran but a node failed: %s", out.st.Error))
 				return
 			}
+			begin()
 			// Whatever the stream has not carried yet (all of it when the
 			// answer was not streamable) goes out before the last chunk.
 			answer := out.st.Outputs[target.output.Key]
@@ -321,6 +352,8 @@ func (t *deltaTracker) add(d store.Delta) string {
 type sseWriter struct {
 	c    *gin.Context
 	last time.Time
+	// begun: the 200 and the first chunk are written.
+	begun bool
 }
 
 func (w *sseWriter) write(s string) {

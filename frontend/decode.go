@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,11 +15,25 @@ import (
 // maxBody bounds every JSON request body.
 const maxBody = 1 << 20
 
+// readBody reads the whole body, at most maxBody bytes, refusing what
+// could not be stored (checkBody).
+func readBody(c *gin.Context) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	if err != nil {
+		return nil, badJSON(err)
+	}
+	return b, checkBody(b)
+}
+
 // decodeJSON reads the body as one JSON object into v, refusing unknown
-// fields, trailing data and oversized bodies with a 400 that says what is
-// wrong.
+// fields, trailing data, oversized bodies and unstorable text with a 400
+// that says what is wrong.
 func decodeJSON(c *gin.Context, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+	b, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return badJSON(err)

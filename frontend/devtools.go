@@ -1,10 +1,14 @@
 package frontend
 
 import (
+	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/gin-gonic/gin"
+	"go.temporal.io/sdk/converter"
 
+	"conduit/internal/codec"
 	"conduit/internal/money"
 )
 
@@ -38,4 +42,42 @@ func (s *Server) devMint(c *gin.Context) {
 		out["transaction"] = m.Transaction
 	}
 	c.JSON(http.StatusOK, out)
+}
+
+// CodecPath is where the dev command's Temporal UI decodes the payloads the
+// codec sealed (POST <CodecPath>/decode, the UI's codec protocol).
+const CodecPath = "/dev/temporal-codec"
+
+// mountCodec serves the codec endpoint to the Temporal UI in the browser:
+// dev tools only, and only to pages on this machine (the UI is on
+// loopback), since whoever reaches it reads every sealed payload.
+func (s *Server) mountCodec(r *gin.Engine) {
+	cd, err := codec.Parse(s.deps.Config.Temporal.CodecKeys)
+	if err != nil {
+		panic(err) // config.Validate refuses malformed keys
+	}
+	h := http.StripPrefix(CodecPath, converter.NewPayloadCodecHTTPHandler(cd))
+	r.Any(CodecPath+"/*op", func(c *gin.Context) {
+		origin := c.GetHeader("Origin")
+		if u, err := url.Parse(origin); origin != "" && (err != nil || !loopback(u.Hostname())) {
+			fail(c, errorf(http.StatusForbidden, "the codec answers pages on this machine only"))
+			return
+		}
+		if origin != "" {
+			c.Header("Access-Control-Allow-Origin", origin)
+			c.Header("Access-Control-Allow-Methods", "POST, OPTIONS")
+			c.Header("Access-Control-Allow-Headers", "Content-Type, X-Namespace")
+			c.Header("Vary", "Origin")
+		}
+		if c.Request.Method == http.MethodOptions {
+			c.Status(http.StatusNoContent)
+			return
+		}
+		h.ServeHTTP(c.Writer, c.Request)
+	})
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

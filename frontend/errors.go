@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,7 +24,13 @@ type APIError struct {
 	Code string
 	// Extra fields that sit beside error/code in the body (balanceUsd, …).
 	Extra map[string]any
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter time.Duration
 }
+
+// unavailableRetry is what a 503 for a database outage asks callers to
+// wait before trying again.
+const unavailableRetry = 5 * time.Second
 
 func (e *APIError) Error() string { return e.Message }
 
@@ -75,6 +83,12 @@ func toAPIError(c *gin.Context, err error) *APIError {
 		return &APIError{Status: http.StatusNotFound, Message: "not found"}
 	case errors.Is(err, store.ErrIdempotencyConflict):
 		return &APIError{Status: http.StatusConflict, Message: err.Error()}
+	case store.Unavailable(err):
+		// PostgreSQL is down or restarting: nothing the caller sent is
+		// wrong, and the same call works once it is back.
+		logging.From(c.Request.Context()).Warn("database unavailable", "err", err)
+		return &APIError{Status: http.StatusServiceUnavailable, RetryAfter: unavailableRetry,
+			Message: "the service is temporarily unavailable (its database cannot be reached); try again shortly"}
 	default:
 		logging.From(c.Request.Context()).Error("request failed", "err", err)
 		return &APIError{Status: http.StatusInternalServerError, Message: "internal error"}
@@ -95,6 +109,9 @@ func writeError(c *gin.Context, e *APIError) {
 		// own writer reports the failure in band.
 		c.Abort()
 		return
+	}
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
 	}
 	shape, _ := c.Get(shapeKey)
 	var body gin.H

@@ -33,6 +33,17 @@ func newRunID(now time.Time) string {
 	return now.UTC().Format("2006-01-02T15:04:05.000Z") + "#" + hex.EncodeToString(b)
 }
 
+// truncatedRunID is the 404 for a run id without its '#': every run id has
+// one, so this is an id whose '#' was sent raw and cut the query there (a
+// raw '#' starts the URL's fragment, which never reaches the server).
+func truncatedRunID(runID string) error {
+	if strings.Contains(runID, "#") {
+		return nil
+	}
+	return errorf(http.StatusNotFound, "run %q not found: a runId has the form <timestamp>#<8 hex>, and its '#' must be "+
+		"URL-encoded as %%23 (runId=%s%%23…); sent raw, everything from '#' on never reaches the server. Use statusUrl exactly as given", runID, url.QueryEscape(runID))
+}
+
 // runRequest is a run the caller asked for, before anything is written.
 type runRequest struct {
 	Kind           string
@@ -111,7 +122,7 @@ func (s *Server) startRun(c *gin.Context, p store.Pipeline, g *pipeline.Graph, v
 			workflows.AttrAccountID.ValueSet(account),
 			workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
 		),
-	}, workflows.PipelineRun, workflows.RunInput{
+	}, workflows.WfPipelineRun, workflows.RunInput{
 		RunID: run.RunID, PipelineID: p.ID, Version: v.Version, AccountID: account,
 		Graph: v.Graph, Inputs: rr.Inputs, Held: held,
 		ModelTimeout: s.deps.Config.Runs.ModelTimeout, ModelAttempts: int32(s.deps.Config.Runs.ModelAttempts),
@@ -162,6 +173,10 @@ func (s *Server) invoke(c *gin.Context) {
 		fail(c, errorf(http.StatusBadRequest, "Idempotency-Key must be at most 200 characters"))
 		return
 	}
+	if err := storable("the Idempotency-Key header", key); err != nil {
+		fail(c, err)
+		return
+	}
 	run, existing, err := s.startRun(c, p, g, v, runRequest{Kind: "invoke", Inputs: inputs, IdempotencyKey: key})
 	if err != nil {
 		fail(c, err)
@@ -186,6 +201,10 @@ func (s *Server) pollRun(c *gin.Context) {
 	runID := c.Query("runId")
 	if runID == "" {
 		fail(c, errorf(http.StatusBadRequest, "query parameter runId is required (URL-encode its # as %%23)"))
+		return
+	}
+	if err := truncatedRunID(runID); err != nil {
+		fail(c, err)
 		return
 	}
 	r, err := s.deps.Store.Run(c.Request.Context(), runID)

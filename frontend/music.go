@@ -67,8 +67,7 @@ func (s *Server) musicOrder(c *gin.Context) (order, error) {
 	case errors.Is(err, pricing.ErrUnknownModel):
 		return order{}, errorf(http.StatusBadRequest, "model must be one of %s", strings.Join(audioModelIDs(cat.Models), ", "))
 	case errors.Is(err, pricing.ErrLength):
-		m, _ := cat.Model(deref(b.Model))
-		return order{}, errorf(http.StatusBadRequest, "model %s sells %v seconds, not %d", m.ID, lengths(m.Prices), seconds)
+		return order{}, errorf(http.StatusBadRequest, "%v", err)
 	case err != nil:
 		return order{}, err
 	}

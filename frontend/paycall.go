@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/blob"
 	"conduit/internal/imagefetch"
@@ -88,17 +89,20 @@ func (s *Server) mediaKinds() []mediaKind {
 }
 
 // getMedia: GET <kind endpoint> — the menu without a query, else the run
-// its claim ticket opens.
+// its claim ticket opens. Only the menu (selling) depends on pay-per-call
+// being on: a ticket already issued opens its run whatever the switches
+// say now.
 func (s *Server) getMedia(k mediaKind) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if !s.payPerCallReady(c) {
-			return
-		}
 		if len(c.Request.URL.Query()) == 0 {
-			c.JSON(http.StatusOK, k.menu())
+			if s.payPerCallReady(c) {
+				c.JSON(http.StatusOK, k.menu())
+			}
 			return
 		}
-		s.pollMediaRun(c, k)
+		if s.claimsReady(c) {
+			s.pollMediaRun(c, k)
+		}
 	}
 }
 
@@ -126,6 +130,18 @@ func (s *Server) payPerCallReady(c *gin.Context) bool {
 	}
 	if s.deps.Media.Err != nil {
 		fail(c, errorf(http.StatusServiceUnavailable, "pay-per-call is not available on this deployment"))
+		return false
+	}
+	return true
+}
+
+// claimsReady answers 503 unless claim tickets and file links can be
+// checked: they need the signing secret (media.secret), not payments. The
+// ticket and file signers are made from that secret together, so a
+// missing ticket signer means the file signer has no key either.
+func (s *Server) claimsReady(c *gin.Context) bool {
+	if s.deps.Media.Tickets == nil {
+		fail(c, errorf(http.StatusServiceUnavailable, "claim tickets and file links cannot be checked on this deployment (media.secret is not set)"))
 		return false
 	}
 	return true
@@ -212,6 +228,9 @@ func (s *Server) sell(c *gin.Context, o order) {
 	case adm.AlreadyRedeemed:
 		alreadyRedeemed(c, adm.Transaction) // a concurrent call claimed it first
 		return
+	case adm.Failed != "":
+		fail(c, errorf(http.StatusServiceUnavailable, "%s", adm.Failed))
+		return
 	case !adm.Accepted:
 		s.paymentRequired(c, challenge, adm.PaymentMessage)
 		return
@@ -270,11 +289,18 @@ func (s *Server) startRender(c *gin.Context, in workflows.RenderInput, k mediaKi
 	in.Collect = 2 * in.Deadline
 	in.HeartbeatTimeout = s.deps.Media.HeartbeatTimeout
 	tc := s.deps.Temporal
+	attrs := []temporal.SearchAttributeUpdate{
+		workflows.AttrKind.ValueSet(k.name), workflows.AttrModel.ValueSet(in.Run.Request.Model), workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
+	}
+	if in.Run.Network != "" { // a paid run; a retry learns its wallet on admission
+		attrs = append(attrs, workflows.AttrNetwork.ValueSet(in.Run.Network), workflows.AttrPayer.ValueSet(x402.DisplayAddress(in.Run.Network, in.Run.Payer)))
+	}
 	start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: workflows.RenderWorkflowID(in.Run.RunID), TaskQueue: workflows.RenderQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.Render, in)
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+	}, workflows.WfRender, in)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	h, err := tc.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
@@ -389,8 +415,9 @@ wait:
 		return
 	}
 	if run, err = s.deps.Store.MediaRun(ctx, runID); err != nil {
-		logging.From(ctx).Error("reading a finished run failed", "run", runID, "err", err)
-		_, _ = c.Writer.Write([]byte(`{"error":"internal error","runId":` + strconv.Quote(runID) + `}`))
+		// The 200 is out: the error goes in the body, with the run to poll.
+		b, _ := json.Marshal(gin.H{"error": toAPIError(c, err).Message, "runId": runID, "statusUrl": status})
+		_, _ = c.Writer.Write(b)
 		return
 	}
 	s.writeRecord(c, s.withExtra(s.record(k, run), extra), run)
@@ -421,9 +448,7 @@ func (s *Server) writeRecord(c *gin.Context, rec gin.H, run store.MediaRun) {
 	}
 	c.Writer.Flush()
 	if run.Status == "success" && run.DeliveredAt == nil {
-		if err := s.deps.Store.MarkMediaDelivered(context.WithoutCancel(c.Request.Context()), run.RunID); err != nil {
-			logging.From(c.Request.Context()).Error("recording a delivery failed", "run", run.RunID, "err", err)
-		}
+		s.deliveries.record(context.WithoutCancel(c.Request.Context()), delivery{runID: run.RunID})
 	}
 }
 
@@ -492,11 +517,19 @@ func (s *Server) fileURL(key string) string {
 	return s.url(FilesPath+key) + "?c=" + s.deps.Media.Files.Sign(key)
 }
 
-// claimedRun reads the run a claim ticket opens: 400 unless both runId and
-// token are present, 403 for a bad, expired or mismatched ticket, 404 for
-// an unknown run (or one of another kind).
+// claimedRun reads the run a claim ticket opens: 404 with how to encode
+// '#' for a runId without one, 400 unless both runId and token are
+// present, 403 for a bad, expired or mismatched ticket, 404 for an unknown
+// run (or one of another kind).
 func (s *Server) claimedRun(c *gin.Context, k mediaKind) (store.MediaRun, bool) {
 	runID, token := c.Query("runId"), c.Query("token")
+	if runID != "" {
+		// Before the token: a raw '#' cut the token off with the id's tail.
+		if err := truncatedRunID(runID); err != nil {
+			fail(c, err)
+			return store.MediaRun{}, false
+		}
+	}
 	if runID == "" || token == "" {
 		fail(c, errorf(http.StatusBadRequest, "runId and token are both required (statusUrl and retryUrl carry them)"))
 		return store.MediaRun{}, false
@@ -623,6 +656,9 @@ func (s *Server) retryRefused(c *gin.Context, k mediaKind, old store.MediaRun, r
 // serveFile: GET /files/<key>?c=<signature> serves a stored file to whoever
 // holds its signed URL, and records the delivery.
 func (s *Server) serveFile(c *gin.Context) {
+	if !s.claimsReady(c) {
+		return
+	}
 	key := strings.TrimPrefix(c.Param("key"), "/")
 	if blob.ValidKey(key) != nil || !s.deps.Media.Files.Verify(key, c.Query("c")) {
 		fail(c, errorf(http.StatusForbidden, "this file link is not valid"))
@@ -663,9 +699,7 @@ func (s *Server) serveFile(c *gin.Context) {
 }
 
 func (s *Server) markFileDelivered(c *gin.Context, key string) {
-	if err := s.deps.Store.MarkMediaFileDelivered(context.WithoutCancel(c.Request.Context()), key); err != nil {
-		logging.From(c.Request.Context()).Error("recording a delivery failed", "key", key, "err", err)
-	}
+	s.deliveries.record(context.WithoutCancel(c.Request.Context()), delivery{fileKey: key})
 }
 
 func sha256Hex(b []byte) string {

@@ -274,8 +274,12 @@ func (s *Server) rollback(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if body.Version == nil || *body.Version < 1 {
+	if body.Version == nil {
 		fail(c, errorf(http.StatusBadRequest, "version is required and must be a published version number"))
+		return
+	}
+	if err := checkVersion(*body.Version); err != nil {
+		fail(c, err)
 		return
 	}
 	p := currentPipeline(c)
@@ -313,8 +317,11 @@ func (s *Server) listVersions(c *gin.Context) {
 func (s *Server) getVersion(c *gin.Context) {
 	p := currentPipeline(c)
 	n, err := strconv.Atoi(c.Param("n"))
-	if err != nil || n < 1 {
-		fail(c, errorf(http.StatusBadRequest, "version must be a positive integer"))
+	if err == nil {
+		err = checkVersion(n)
+	}
+	if err != nil {
+		fail(c, errorf(http.StatusBadRequest, "version must be a published version number (1 to %d)", MaxVersion))
 		return
 	}
 	v, err := s.deps.Store.Version(c.Request.Context(), p.ID, n)

@@ -39,11 +39,15 @@ type Deps struct {
 	DevTools bool
 }
 
+// ChatPath is the chat-completions route.
+const ChatPath = "/api/pipelines/:id/chat/completions"
+
 // Server is the API server.
 type Server struct {
-	deps    Deps
-	router  *gin.Engine
-	wallets *limiter.Limiter
+	deps       Deps
+	router     *gin.Engine
+	wallets    *limiter.Limiter
+	deliveries *deliveries
 	// addresses is the per-address budget every paid route shares.
 	addresses gin.HandlerFunc
 }
@@ -52,7 +56,7 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
-	s := &Server{deps: d}
+	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()
 	r := gin.New()
@@ -76,26 +80,34 @@ func New(d Deps) *Server {
 		writeError(c, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
 
-	r.GET("/healthz", s.health)
-	r.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
+	// Every route checks its path and query parameters at the edge
+	// (checkInput), after its error shape is chosen: the plain shape here,
+	// OpenAI's on chat completions below.
+	edge := r.Group("", checkInput)
+	edge.GET("/healthz", s.health)
+	edge.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// Pay-per-call: the payment or the claim ticket is the credential.
 	for _, k := range s.mediaKinds() {
-		r.GET(k.path, s.getMedia(k))
-		r.POST(k.path, s.paidRateLimit(), s.postMedia(k))
-		r.POST(k.path+"/retry", s.paidRateLimit(), func(c *gin.Context) { s.retryMediaRun(c, k) })
+		edge.GET(k.path, s.getMedia(k))
+		edge.POST(k.path, s.paidRateLimit(), s.postMedia(k))
+		edge.POST(k.path+"/retry", s.paidRateLimit(), func(c *gin.Context) { s.retryMediaRun(c, k) })
 	}
 	// Every challenge stores a nonce: the same per-address limit applies.
-	r.GET(PurchasesPath, s.paidRateLimit(), s.purchases)
-	r.GET(FilesPath+"*key", s.serveFile)
-	r.HEAD(FilesPath+"*key", s.serveFile)
+	edge.GET(PurchasesPath, s.paidRateLimit(), s.purchases)
+	edge.GET(CreditsPagePath, s.creditsPage)
+	edge.GET(FilesPath+"*key", s.serveFile)
+	edge.HEAD(FilesPath+"*key", s.serveFile)
 	if d.DevTools && d.Payments.Enabled() && d.Payments.Chain != nil {
-		r.POST(DevMintPath, s.devMint)
+		edge.POST(DevMintPath, s.devMint)
+	}
+	if d.DevTools && d.Config.Temporal.CodecKeys != "" {
+		s.mountCodec(r)
 	}
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).
-	api := r.Group("/api", s.authenticate)
+	api := edge.Group("/api", s.authenticate)
 	api.GET("/account/balance", s.balance)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
@@ -120,8 +132,11 @@ func New(d Deps) *Server {
 	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
 
 	// Chat completions speak OpenAI's error shape from the first check on.
-	r.POST("/api/pipelines/:id/chat/completions", useShape(shapeOpenAI), s.authenticate,
+	r.POST(ChatPath, useShape(shapeOpenAI), checkInput, s.authenticate,
 		requireScope(apikey.PipelinesRun), s.loadPipeline, s.chatCompletions)
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		r.Handle(m, ChatPath, useShape(shapeOpenAI), chatMethodNotAllowed)
+	}
 
 	s.router = r
 	return s

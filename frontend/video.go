@@ -94,8 +94,7 @@ func (s *Server) videoOrder(c *gin.Context) (order, error) {
 	case errors.Is(err, pricing.ErrModelNoImage):
 		return order{}, &APIError{Status: http.StatusBadRequest, Code: "IMAGE_MODEL_MISMATCH", Message: fmt.Sprintf("model %s does not take image_url; leave model out to get the cheapest model that does", model)}
 	case errors.Is(err, pricing.ErrLength):
-		m, _ := s.deps.Media.Video.Model(model)
-		return order{}, errorf(http.StatusBadRequest, "model %s sells %v seconds, not %d", model, lengths(m.Prices), seconds)
+		return order{}, errorf(http.StatusBadRequest, "%v", err)
 	case errors.Is(err, pricing.ErrNoImageModels):
 		return order{}, errorf(http.StatusBadRequest, "no model takes image_url at %d seconds", seconds)
 	case err != nil:
@@ -140,14 +139,6 @@ func imageError(err error) error {
 		return &APIError{Status: ie.Status, Code: ie.Code, Message: ie.Message}
 	}
 	return err
-}
-
-func lengths(prices []pricing.LengthPrice) []int {
-	var out []int
-	for _, p := range prices {
-		out = append(out, p.Seconds)
-	}
-	return out
 }
 
 func (s *Server) videoMenuModels() []string {

@@ -5,9 +5,13 @@ package worker
 import (
 	"errors"
 	"log/slog"
+	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
 	"conduit/internal/models"
@@ -26,6 +30,58 @@ type Deps struct {
 	// Renders renders pay-per-call files (nil when pay-per-call is off).
 	Renders *activities.Renders
 	Log     *slog.Logger
+	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
+	Pollers           int
+	RenderConcurrency int
+	StopTimeout       time.Duration
+}
+
+// Queue is what one task queue's worker runs, by registered name.
+type Queue struct {
+	Queue      string
+	Workflows  map[string]any
+	Activities map[string]any
+	// MaxActivities bounds the activities run at once (0: the SDK's default).
+	MaxActivities int
+}
+
+// Registry is every workflow and activity of the platform, by task queue,
+// under the names spelled out in package workflows (never Go identifiers:
+// renaming a method must not break a running workflow's history).
+func Registry(d Deps) []Queue {
+	system := &activities.System{Store: d.Store}
+	runs := &activities.Runs{Store: d.Store}
+	models := &activities.Models{Catalog: d.Catalog, Deltas: d.Deltas}
+	pay := &activities.Payments{Store: d.Store, Facilitator: d.Facilitator}
+	payments := map[string]any{workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant}
+	queues := []Queue{
+		{Queue: workflows.SystemQueue,
+			Workflows:  map[string]any{workflows.WfPing: workflows.Ping, workflows.WfNop: workflows.Nop},
+			Activities: map[string]any{workflows.ActRecordPing: system.RecordPing}},
+		{Queue: workflows.PipelineQueue,
+			Workflows:  map[string]any{workflows.WfPipelineRun: workflows.PipelineRun},
+			Activities: map[string]any{workflows.ActGenerate: models.Generate, workflows.ActFinishRun: runs.Finish, workflows.ActFailRun: runs.Fail}},
+		{Queue: workflows.PaymentsQueue, Workflows: map[string]any{workflows.WfTopUp: workflows.TopUp}, Activities: payments},
+	}
+	if r := d.Renders; r != nil {
+		// Renders settle payments too, so the settlement activity is on
+		// their queue as well. The render activity itself is CPU-heavy
+		// (ffmpeg, the synthesizer): its own queue, at most
+		// RenderConcurrency at once, so settlements and bookkeeping never
+		// wait behind renders.
+		short := map[string]any{
+			workflows.ActOpenPaid: r.OpenPaid, workflows.ActCreditPayment: r.CreditPayment, workflows.ActOpenRetry: r.OpenRetry,
+			workflows.ActMarkLate: r.MarkLate, workflows.ActFinishRender: r.Finish,
+		}
+		for name, fn := range payments {
+			short[name] = fn
+		}
+		queues = append(queues,
+			Queue{Queue: workflows.RenderQueue, Workflows: map[string]any{workflows.WfRender: workflows.Render}, Activities: short},
+			Queue{Queue: workflows.RenderWorkQueue, Activities: map[string]any{workflows.ActRender: r.Render}, MaxActivities: max(1, d.RenderConcurrency)},
+		)
+	}
+	return queues
 }
 
 // Worker polls every task queue of the platform.
@@ -35,31 +91,31 @@ type Worker struct {
 
 // New registers everything; call Start to begin polling.
 func New(c client.Client, d Deps) *Worker {
-	system := &activities.System{Store: d.Store}
+	// Every worker sorts activity errors the same way and drains what it
+	// runs on stop.
+	opts := sdkworker.Options{
+		Interceptors:                     []interceptor.WorkerInterceptor{activities.Interceptor()},
+		WorkerStopTimeout:                d.StopTimeout,
+		MaxConcurrentWorkflowTaskPollers: max(2, d.Pollers),
+		MaxConcurrentActivityTaskPollers: max(1, d.Pollers),
+	}
 
-	sys := sdkworker.New(c, workflows.SystemQueue, sdkworker.Options{})
-	sys.RegisterWorkflow(workflows.Ping)
-	sys.RegisterWorkflow(workflows.Nop)
-	sys.RegisterActivity(system)
-
-	pipes := sdkworker.New(c, workflows.PipelineQueue, sdkworker.Options{})
-	pipes.RegisterWorkflow(workflows.PipelineRun)
-	pipes.RegisterActivity(&activities.Models{Catalog: d.Catalog, Deltas: d.Deltas})
-	pipes.RegisterActivity(&activities.Runs{Store: d.Store})
-
-	pay := sdkworker.New(c, workflows.PaymentsQueue, sdkworker.Options{})
-	pay.RegisterWorkflow(workflows.TopUp)
-	pay.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
-
-	workers := []sdkworker.Worker{sys, pipes, pay}
-	if d.Renders != nil {
-		// Renders settle payments too, so the settlement activity is on
-		// their queue as well.
-		rw := sdkworker.New(c, workflows.RenderQueue, sdkworker.Options{})
-		rw.RegisterWorkflow(workflows.Render)
-		rw.RegisterActivity(d.Renders)
-		rw.RegisterActivity(&activities.Payments{Store: d.Store, Facilitator: d.Facilitator})
-		workers = append(workers, rw)
+	reg := Registry(d)
+	var workers []sdkworker.Worker
+	for _, q := range reg {
+		qo := opts
+		if q.MaxActivities > 0 {
+			qo.MaxConcurrentActivityExecutionSize = q.MaxActivities
+		}
+		qo.DisableWorkflowWorker = len(q.Workflows) == 0
+		w := sdkworker.New(c, q.Queue, qo)
+		for name, fn := range q.Workflows {
+			w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+		}
+		for name, fn := range q.Activities {
+			w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+		}
+		workers = append(workers, w)
 	}
 	return &Worker{workers: workers}
 }

@@ -5,8 +5,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"conduit/activities"
 )
 
 // PingWorkflowID is the workflow id of a wiring probe.
@@ -18,8 +16,6 @@ type PingResult struct {
 	RecordedAt time.Time
 }
 
-var system *activities.System
-
 // Ping is the smallest workflow that crosses every boundary: it runs one
 // activity on the worker that writes to Postgres. The health of the whole
 // wiring (frontend → Temporal → worker → database) is proved by running it.
@@ -29,7 +25,7 @@ func Ping(ctx workflow.Context, message string) (PingResult, error) {
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 	})
 	var at time.Time
-	if err := workflow.ExecuteActivity(ctx, system.RecordPing, message).Get(ctx, &at); err != nil {
+	if err := workflow.ExecuteActivity(ctx, ActRecordPing, message).Get(ctx, &at); err != nil {
 		return PingResult{}, err
 	}
 	return PingResult{Message: message, RecordedAt: at}, nil

@@ -32,6 +32,11 @@ var (
 	AttrPipelineVersion = temporal.NewSearchAttributeKeyInt64("PipelineVersion")
 	AttrAccountID       = temporal.NewSearchAttributeKeyKeyword("AccountId")
 	AttrRunStatus       = temporal.NewSearchAttributeKeyKeyword("RunStatus")
+	// Renders and top-ups: what was bought, by whom, on which network.
+	AttrKind    = temporal.NewSearchAttributeKeyKeyword("Kind")
+	AttrModel   = temporal.NewSearchAttributeKeyKeyword("Model")
+	AttrPayer   = temporal.NewSearchAttributeKeyKeyword("Payer")
+	AttrNetwork = temporal.NewSearchAttributeKeyKeyword("Network")
 )
 
 // SearchAttributes lists them with their types, for registration.
@@ -41,6 +46,10 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		AttrPipelineVersion.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
 		AttrAccountID.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		AttrRunStatus.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrKind.GetName():            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrModel.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrPayer.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrNetwork.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
@@ -50,6 +59,9 @@ const (
 	StatusSuccess = "success"
 	StatusError   = "error"
 	StatusPartial = "partial"
+	// StatusRefused: a render or top-up whose payment (or retry) was
+	// refused, so nothing ran.
+	StatusRefused = "refused"
 )
 
 // Node statuses.
@@ -106,11 +118,6 @@ type RunState struct {
 	Error            string            `json:"error,omitempty"`
 }
 
-var (
-	models *activities.Models
-	runs   *activities.Runs
-)
-
 // PipelineRun executes a published snapshot: nodes in dependency order,
 // every node of a layer in parallel, each model call an activity with its
 // own retry policy. Whatever happens, the run ends by recording its result
@@ -131,6 +138,8 @@ type runner struct {
 	state  RunState
 	values map[string]string
 	index  map[string]int // node id → position in state.Nodes
+	// bytes is the size of every value so far (pipeline.MaxRunBytes).
+	bytes int
 }
 
 func (r *runner) execute(ctx workflow.Context) {
@@ -219,7 +228,7 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 				NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
 			},
 		})
-		f := workflow.ExecuteActivity(actx, models.Generate, activities.GenerateInput{
+		f := workflow.ExecuteActivity(actx, ActGenerate, activities.GenerateInput{
 			RunID: r.in.RunID, NodeID: id, Request: req, Stream: id == r.in.StreamNode,
 		})
 		return modelCall{id: id, future: f}, true
@@ -247,6 +256,14 @@ func (r *runner) done(ctx workflow.Context, id, value string, err error) {
 	now := workflow.Now(ctx)
 	ns := r.node(id)
 	ns.FinishedAt = &now
+	switch {
+	case err != nil:
+	case len(value) > pipeline.MaxNodeBytes:
+		err, value = fmt.Errorf("its value would be %d KiB, %w", len(value)>>10, pipeline.ErrTooLarge), ""
+	case r.bytes+len(value) > pipeline.MaxRunBytes:
+		err, value = fmt.Errorf("the run's values would pass the %d KiB limit per run", pipeline.MaxRunBytes>>10), ""
+	}
+	r.bytes += len(value)
 	if err != nil {
 		ns.Status, ns.Error = NodeError, nodeError(err)
 		if r.state.Error == "" {
@@ -275,17 +292,23 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 		charge = min(r.state.Cost, r.in.Held)
 	}
 	nodes, _ := json.Marshal(r.state.Nodes)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
-	})
-	err := workflow.ExecuteActivity(actx, runs.Finish, store.RunResult{
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
+	err := workflow.ExecuteActivity(actx, ActFinishRun, store.RunResult{
 		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
 		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
 		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
 	}).Get(ctx, nil)
 	if err != nil {
-		return r.state, err
+		// The result cannot be recorded (a permanent failure, or retries
+		// ran out): end the run as an error with only the reason, which
+		// releases its hold, so nothing stays held and nothing is charged.
+		r.state.Status, r.state.Outputs, charge = StatusError, map[string]string{}, 0
+		r.state.Error = "the run's result could not be recorded: " + nodeError(err)
+		if err := workflow.ExecuteActivity(actx, ActFailRun, activities.FailInput{
+			RunID: r.in.RunID, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
+		}).Get(ctx, nil); err != nil {
+			return r.state, err
+		}
 	}
 	r.state.Cost = charge
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(r.state.Status))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -31,11 +32,11 @@ func runWorkflow(t *testing.T, generate func(context.Context, activities.Generat
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterActivity(&activities.Models{})
-	env.RegisterActivity(&activities.Runs{})
-	env.OnActivity(models.Generate, mock.Anything, mock.Anything).Return(generate)
+	env.RegisterActivityWithOptions((&activities.Models{}).Generate, activity.RegisterOptions{Name: ActGenerate})
+	env.RegisterActivityWithOptions((&activities.Runs{}).Finish, activity.RegisterOptions{Name: ActFinishRun})
+	env.OnActivity(ActGenerate, mock.Anything, mock.Anything).Return(generate)
 	var finished store.RunResult
-	env.OnActivity(runs.Finish, mock.Anything, mock.Anything).Return(func(_ context.Context, in store.RunResult) error {
+	env.OnActivity(ActFinishRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in store.RunResult) error {
 		finished = in
 		return nil
 	})

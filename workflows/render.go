@@ -12,8 +12,13 @@ import (
 	"conduit/internal/x402"
 )
 
-// RenderQueue carries pay-per-call renders.
-const RenderQueue = "renders"
+// RenderQueue carries pay-per-call render workflows and their short
+// activities; RenderWorkQueue carries the render activity itself, which
+// workers run a bounded number of at once.
+const (
+	RenderQueue     = "renders"
+	RenderWorkQueue = "renders-work"
+)
 
 // AdmissionUpdate is the update the frontend starts a render with and
 // waits on: it completes once the payment is settled (or refused) and the
@@ -57,18 +62,23 @@ type Admission struct {
 	Transaction     string
 	// Retry refusals (409 or 402).
 	Retry *store.RetryRefusal
+	// Failed says the payment was settled but the run could not be
+	// opened; its value was credited to the wallet's balance (503).
+	Failed string
 }
-
-var renders *activities.Renders
 
 // Render settles the payment (paid runs), records the run, renders the
 // file and records the outcome with its money: the price is captured on
 // success and released on failure, so a failed render is never charged.
 func Render(ctx workflow.Context, in RenderInput) error {
 	var admission *Admission
+	var admitErr error
 	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context) (Admission, error) {
-		err := workflow.Await(ctx, func() bool { return admission != nil })
-		if admission == nil {
+		err := workflow.Await(ctx, func() bool { return admission != nil || admitErr != nil })
+		switch {
+		case admitErr != nil:
+			return Admission{}, admitErr
+		case admission == nil:
 			return Admission{}, err
 		}
 		return *admission, err
@@ -78,18 +88,19 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	// Let the admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 
-	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
-	})
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
 	adm, err := admit(short, in)
 	if err != nil {
+		admitErr = err // the waiting update fails too, so the workflow can end
 		return err
 	}
 	admission = &adm
 	if !adm.Accepted {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusRefused))
 		return nil
 	}
+	// A retry learns its wallet only now, from the run it retries.
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPayer.ValueSet(x402.DisplayAddress(adm.Run.Network, adm.Run.Payer)), AttrNetwork.ValueSet(adm.Run.Network))
 
 	res := store.MediaResult{RunID: in.Run.RunID}
 	late, rendered, renderErr := render(ctx, short, in)
@@ -116,14 +127,28 @@ func Render(ctx workflow.Context, in RenderInput) error {
 		res.Message = failureMessage(res.Reason)
 	}
 	res.FinishedAt = workflow.Now(ctx)
-	return workflow.ExecuteActivity(short, renders.Finish, res).Get(short, nil)
+	// A failed render is findable as such in the Temporal UI:
+	// RunStatus = 'error' (or 'partial').
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(res.Status))
+	if err := workflow.ExecuteActivity(short, ActFinishRender, res).Get(short, nil); err != nil {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusError))
+		// The outcome cannot be recorded as it is: record a failure with
+		// only the reason, which releases the price (nothing charged; the
+		// retry stays open).
+		failed := store.MediaResult{
+			RunID: in.Run.RunID, Status: "error", Reason: activities.ReasonRenderFailed, FailedStep: "record",
+			Error: "the render's outcome could not be recorded", Message: failureMessage(activities.ReasonRenderFailed), FinishedAt: res.FinishedAt,
+		}
+		return workflow.ExecuteActivity(short, ActFinishRender, failed).Get(short, nil)
+	}
+	return nil
 }
 
 // admit settles the payment and opens the run, or opens the retry.
 func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	if in.RetryOf != "" {
 		var opened activities.OpenedRetry
-		if err := workflow.ExecuteActivity(ctx, renders.OpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: in.Run}).Get(ctx, &opened); err != nil {
+		if err := workflow.ExecuteActivity(ctx, ActOpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: in.Run}).Get(ctx, &opened); err != nil {
 			return Admission{}, err
 		}
 		if opened.Refusal != nil {
@@ -133,7 +158,7 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	}
 	var settled activities.SettleOutcome
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
-	if err := workflow.ExecuteActivity(sctx, payments.Settle, activities.SettleInput{
+	if err := workflow.ExecuteActivity(sctx, ActSettle, activities.SettleInput{
 		Payment: *in.Payment, Requirements: in.Requirements, Amount: in.Run.Price, Resource: in.Resource,
 		Purpose: RenderWorkflowID(in.Run.RunID),
 	}).Get(sctx, &settled); err != nil {
@@ -146,8 +171,13 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	n := in.Run
 	n.Transaction, n.Paid = settled.Transaction, in.Run.Price
 	var run store.MediaRun
-	if err := workflow.ExecuteActivity(ctx, renders.OpenPaid, n).Get(ctx, &run); err != nil {
-		return Admission{}, err
+	if err := workflow.ExecuteActivity(ctx, ActOpenPaid, n).Get(ctx, &run); err != nil {
+		// Settled but not recorded: the money must not be lost, so its
+		// value goes to the wallet's balance (once per transaction).
+		if cerr := workflow.ExecuteActivity(ctx, ActCreditPayment, n).Get(ctx, nil); cerr != nil {
+			return Admission{}, cerr
+		}
+		return Admission{Failed: "the payment was settled but the run could not be recorded; its value was credited to the paying wallet's balance"}, nil
 	}
 	return Admission{Accepted: true, Run: run}, nil
 }
@@ -159,12 +189,13 @@ func render(ctx, short workflow.Context, in RenderInput) (late bool, out activit
 	// whole, across attempts: a worker lost mid-render costs its attempt,
 	// not extra time.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              RenderWorkQueue,
 		ScheduleToCloseTimeout: in.Deadline + in.Collect,
 		StartToCloseTimeout:    in.Deadline + in.Collect,
 		HeartbeatTimeout:       in.HeartbeatTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3},
 	})
-	fut := workflow.ExecuteActivity(actx, renders.Render, activities.RenderJob{RunID: in.Run.RunID, Kind: in.Run.Kind, Request: in.Run.Request})
+	fut := workflow.ExecuteActivity(actx, ActRender, activities.RenderJob{RunID: in.Run.RunID, Kind: in.Run.Kind, Request: in.Run.Request})
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	deadline := workflow.NewTimer(timerCtx, in.Deadline)
@@ -178,7 +209,7 @@ func render(ctx, short workflow.Context, in RenderInput) (late bool, out activit
 	})
 	sel.Select(ctx)
 	if !done && late {
-		if err := workflow.ExecuteActivity(short, renders.MarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
+		if err := workflow.ExecuteActivity(short, ActMarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
 			return late, out, err
 		}
 	}

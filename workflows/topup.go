@@ -3,7 +3,6 @@ package workflows
 import (
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
@@ -32,12 +31,6 @@ func TopUpTarget(accountID string) string {
 	return accountID
 }
 
-// SettleRetry bounds the settlement activity: transient failures (the
-// facilitator or the database unreachable, an outcome not yet confirmed)
-// are retried for a few minutes, then the workflow fails; the payment's
-// record says what an operator reconciles.
-var SettleRetry = &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 12}
-
 // TopUpInput is a matched payment and whom to credit.
 type TopUpInput struct {
 	Payment      x402.PaymentPayload
@@ -63,8 +56,6 @@ type TopUpResult struct {
 	Payer       string
 }
 
-var payments *activities.Payments
-
 // TopUp settles the payment, then grants the credit: each step an
 // activity that is idempotent on its own (the payment by its recorded
 // claim, the grant by the settled transaction), so retries, restarts and
@@ -74,7 +65,7 @@ var payments *activities.Payments
 func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
 	var settled activities.SettleOutcome
-	if err := workflow.ExecuteActivity(ctx, payments.Settle, activities.SettleInput{
+	if err := workflow.ExecuteActivity(ctx, ActSettle, activities.SettleInput{
 		Payment: in.Payment, Requirements: in.Requirements, Amount: in.Amount, Resource: in.Resource,
 		Purpose: "topup/" + TopUpTarget(in.AccountID),
 	}).Get(ctx, &settled); err != nil {
@@ -83,14 +74,17 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	res := TopUpResult{Network: in.Requirements.Network, Payer: settled.Payer}
 	if !settled.Success {
 		res.Refused, res.Reason, res.Message = true, settled.Reason, settled.Message
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusRefused))
 		return res, nil
 	}
 	var granted activities.GrantOutcome
-	if err := workflow.ExecuteActivity(ctx, payments.Grant, activities.GrantInput{
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
+	if err := workflow.ExecuteActivity(ctx, ActGrant, activities.GrantInput{
 		AccountID: in.AccountID, Network: in.Requirements.Network, Payer: settled.Payer, Transaction: settled.Transaction, Amount: in.Amount,
 	}).Get(ctx, &granted); err != nil {
 		return TopUpResult{}, err
 	}
 	res.Granted, res.Duplicate, res.Balance, res.AccountID, res.Transaction = in.Amount, granted.Duplicate, granted.Balance, granted.AccountID, settled.Transaction
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusSuccess))
 	return res, nil
 }

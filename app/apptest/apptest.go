@@ -26,6 +26,7 @@ import (
 	"conduit/app"
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/codec"
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/pg"
@@ -51,6 +52,10 @@ type Env struct {
 	mu     sync.Mutex
 	worker *worker.Worker
 	logs   *syncBuffer
+	// db is the platform's own database (nil when it shares another
+	// platform's); dbDown says StopDatabase took it away.
+	db     *pg.TestDB
+	dbDown bool
 }
 
 // Logs returns everything the platform logged so far.
@@ -105,6 +110,12 @@ func run(m *testing.M, out **Env) int {
 	env.logs = logs
 	*out = env
 	code := m.Run()
+	if dir := os.Getenv(CaptureEnv); dir != "" && code == 0 {
+		if err := captureHistories(ctx, env.Platform.Temporal, dir); err != nil {
+			fmt.Fprintf(os.Stderr, "apptest: capturing histories: %v\n", err)
+			code = 1
+		}
+	}
 	cleanup()
 	return code
 }
@@ -149,13 +160,14 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 
 	// One database per test package keeps packages independent.
 	dbURL := o.databaseURL
+	var db *pg.TestDB
 	if dbURL == "" {
-		u, dropDB, err := pg.TestDatabase(ctx, log)
-		if err != nil {
+		var err error
+		if db, err = pg.NewTestDB(ctx, log); err != nil {
 			return nil, cleanup, err
 		}
-		dbURL = u
-		cleanups = append(cleanups, dropDB)
+		dbURL = db.URL
+		cleanups = append(cleanups, db.Close)
 	}
 	stack, err := devstack.Start(ctx, devstack.Options{
 		DataDir:           dir,
@@ -221,6 +233,18 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 			cfg.Media.Video[i].Deadline = 2 * time.Second
 		}
 	}
+	// A stopped worker is a crashed one here (tests kill workers
+	// mid-render); draining on stop is the production default.
+	cfg.Temporal.StopTimeout = 0
+	// Every payload the tests' workflows write is sealed, as in production;
+	// when histories are captured, with the key kept beside them so the
+	// replay suite can open them.
+	cfg.Temporal.CodecKeys = codec.NewKey("test")
+	if dir := os.Getenv(CaptureEnv); dir != "" {
+		if cfg.Temporal.CodecKeys, err = captureKey(dir); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {
@@ -240,7 +264,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	p.Media.Images.Resolver, p.Media.Images.Dial, p.Media.Images.RootCAs = inet, inet.Dial, inet.Pool
 	faults := &Faults{inner: p.Payments.Facilitator}
 	p.Payments.Facilitator = faults
-	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio, Faults: faults}
+	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio, Faults: faults, db: db}
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err
 	}
@@ -276,6 +300,65 @@ func (e *Env) StopWorker() {
 	if e.worker != nil {
 		e.worker.Stop()
 		e.worker = nil
+	}
+}
+
+// StopDatabase takes the platform's PostgreSQL away, as an outage would:
+// the throwaway cluster shuts down (on a shared server, the database stops
+// accepting connections). Temporal, the worker and the API keep running.
+// The test's cleanup ends the outage if the test did not, so the tests
+// after it find the database back and healthy.
+func (e *Env) StopDatabase(t testing.TB) {
+	t.Helper()
+	if e.db == nil {
+		t.Fatal("apptest: this platform shares another platform's database and cannot stop it")
+	}
+	e.mu.Lock()
+	err := e.db.Stop()
+	e.dbDown = err == nil
+	e.mu.Unlock()
+	if err != nil {
+		t.Fatalf("apptest: stopping PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { e.StartDatabase(t) })
+}
+
+// StartDatabase ends an outage StopDatabase began (no-op otherwise) and
+// waits until the platform's store and /healthz answer again.
+func (e *Env) StartDatabase(t testing.TB) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.dbDown {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := e.db.Start(ctx); err != nil {
+		t.Errorf("apptest: restarting PostgreSQL: %v", err)
+		return
+	}
+	e.dbDown = false
+	for {
+		err := e.Platform.Store.Ping(ctx)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = e.HTTP.Get(e.URL + "/healthz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("/healthz answers %d", resp.StatusCode)
+				}
+			}
+		}
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Errorf("apptest: the platform did not recover after PostgreSQL came back: %v", err)
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"conduit/app"
 	"conduit/frontend"
+	"conduit/internal/codec"
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/apt"
@@ -53,18 +54,22 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	started := time.Now()
+	if err := localCodec(cfg, dataDir); err != nil {
+		return err
+	}
 	stack, err := devstack.Start(ctx, devstack.Options{
-		DataDir:         dataDir,
-		DatabaseURL:     cfg.Database.URL,
-		TemporalAddress: cfg.Temporal.Address,
-		Namespace:       cfg.Temporal.Namespace,
-		PostgresPort:    cfg.Dev.PostgresPort,
-		TemporalPort:    cfg.Dev.TemporalPort,
-		TemporalUIPort:  cfg.Dev.TemporalUIPort,
-		TimerResolution: 100 * time.Millisecond,
-		InstallPostgres: cfg.Dev.InstallPostgres,
-		TemporalLog:     temporalLog(cfg.Dev.TemporalLog),
-		Log:             env.Log,
+		TemporalCodecEndpoint: cfg.BaseURL() + frontend.CodecPath,
+		DataDir:               dataDir,
+		DatabaseURL:           cfg.Database.URL,
+		TemporalAddress:       cfg.Temporal.Address,
+		Namespace:             cfg.Temporal.Namespace,
+		PostgresPort:          cfg.Dev.PostgresPort,
+		TemporalPort:          cfg.Dev.TemporalPort,
+		TemporalUIPort:        cfg.Dev.TemporalUIPort,
+		TimerResolution:       100 * time.Millisecond,
+		InstallPostgres:       cfg.Dev.InstallPostgres,
+		TemporalLog:           temporalLog(cfg.Dev.TemporalLog),
+		Log:                   env.Log,
 	})
 	if err != nil {
 		return err
@@ -152,21 +157,52 @@ func localPayments(cfg *config.Config, dataDir string) error {
 	if cfg.X402.Facilitator != "" {
 		return nil
 	}
-	path := filepath.Join(dataDir, "x402-facilitator.key")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := kept(dataDir, "x402-facilitator.key", func() (string, error) {
 		k, err := crypto.GenerateKey()
 		if err != nil {
-			return err
+			return "", err
 		}
-		b = []byte(hexutil.Encode(crypto.FromECDSA(k)))
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-	} else if err != nil {
+		return hexutil.Encode(crypto.FromECDSA(k)), nil
+	})
+	if err != nil {
 		return err
 	}
-	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", strings.TrimSpace(string(b))
+	cfg.X402.Enabled, cfg.X402.Facilitator, cfg.X402.LocalKey = true, "local", b
+	return nil
+}
+
+// kept returns the secret kept in the data folder under name, making it
+// with fresh the first time (owner-only), so restarts keep the same keys.
+func kept(dataDir, name string, fresh func() (string, error)) (string, error) {
+	path := filepath.Join(dataDir, name)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	v, err := fresh()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	return v, os.WriteFile(path, []byte(v), 0o600)
+}
+
+// localCodec seals workflow payloads with a key generated once and kept in
+// the data folder, unless temporal.codec_keys names keys.
+func localCodec(cfg *config.Config, dataDir string) error {
+	if cfg.Temporal.CodecKeys != "" {
+		return nil
+	}
+	b, err := kept(dataDir, "temporal-codec.key", func() (string, error) { return codec.NewKey("dev"), nil })
+	if err != nil {
+		return err
+	}
+	cfg.Temporal.CodecKeys = b
 	return nil
 }
 
@@ -199,20 +235,14 @@ func localMedia(cfg *config.Config, dataDir string) error {
 	if cfg.Media.Secret != "" {
 		return nil
 	}
-	path := filepath.Join(dataDir, "media-secret")
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := kept(dataDir, "media-secret", func() (string, error) {
 		buf := make([]byte, 32)
-		if _, err := rand.Read(buf); err != nil {
-			return err
-		}
-		b = []byte(hex.EncodeToString(buf))
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
-		}
-	} else if err != nil {
+		_, err := rand.Read(buf)
+		return hex.EncodeToString(buf), err
+	})
+	if err != nil {
 		return err
 	}
-	cfg.Media.Secret = strings.TrimSpace(string(b))
+	cfg.Media.Secret = b
 	return nil
 }

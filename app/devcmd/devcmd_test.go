@@ -19,6 +19,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"conduit/internal/codec"
 	"conduit/internal/config"
 	"conduit/internal/devstack/pg"
 	"conduit/workflows"
@@ -75,7 +76,13 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	if code := httpGet(t, "http://127.0.0.1:"+strconv.Itoa(ports[3])+"/"); code != http.StatusOK {
 		t.Fatalf("Temporal UI: %d", code)
 	}
-	c, err := client.Dial(client.Options{HostPort: temporalAddr})
+	// Payloads are sealed with the key the dev command keeps; a client
+	// reads them with it, as an operator's would.
+	cd, err := codec.Parse(readKey(t, filepath.Join(dataDir, "temporal-codec.key")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(client.Options{HostPort: temporalAddr, DataConverter: cd.DataConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +125,7 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	// Second start on the same data folder: the workflow is still known.
 	_, stop = startDev(t, bin, envVars)
 	defer stop()
-	c, err = client.Dial(client.Options{HostPort: temporalAddr})
+	c, err = client.Dial(client.Options{HostPort: temporalAddr, DataConverter: cd.DataConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 	"github.com/ulule/limiter/v3"
 
+	"conduit/internal/codec"
 	"conduit/internal/money"
 )
 
@@ -277,6 +278,19 @@ type Database struct {
 type Temporal struct {
 	Address   string `mapstructure:"address"`
 	Namespace string `mapstructure:"namespace"`
+	// Pollers is how many task pollers each worker runs per kind
+	// (workflow tasks, activity tasks).
+	Pollers int `mapstructure:"pollers"`
+	// RenderConcurrency bounds the renders (ffmpeg, the synthesizer, a
+	// hosted provider's long poll) one worker process runs at once.
+	RenderConcurrency int `mapstructure:"render_concurrency"`
+	// StopTimeout is how long a stopping worker lets running activities
+	// finish (a deploy drains renders instead of cancelling them).
+	StopTimeout time.Duration `mapstructure:"stop_timeout"`
+	// CodecKeys encrypt workflow payloads: "id:base64(32 bytes)", comma
+	// separated, the first sealing new payloads (internal/codec). Empty:
+	// payloads are stored in the clear.
+	CodecKeys string `mapstructure:"codec_keys"`
 }
 
 // Dev configures the embedded stack the dev command starts.
@@ -305,24 +319,28 @@ type Log struct {
 // defaults lists every key with its default; viper only maps environment
 // variables onto keys it knows, so every key must appear here.
 var defaults = map[string]any{
-	"http.addr":              "127.0.0.1:8080",
-	"http.public_url":        "",
-	"http.shutdown_timeout":  "15s",
-	"database.url":           "",
-	"database.max_conns":     20,
-	"temporal.address":       "",
-	"temporal.namespace":     "default",
-	"dev.data_dir":           ".data",
-	"dev.postgres_port":      54329,
-	"dev.temporal_port":      7233,
-	"dev.temporal_ui_port":   8233,
-	"dev.install_postgres":   true,
-	"dev.temporal_log":       "off",
-	"log.level":              "info",
-	"log.format":             "text",
-	"models.openai.base_url": "",
-	"models.openai.api_key":  "",
-	"models.openai.timeout":  "120s",
+	"http.addr":                   "127.0.0.1:8080",
+	"http.public_url":             "",
+	"http.shutdown_timeout":       "15s",
+	"database.url":                "",
+	"database.max_conns":          20,
+	"temporal.address":            "",
+	"temporal.namespace":          "default",
+	"temporal.pollers":            2,
+	"temporal.render_concurrency": 2,
+	"temporal.stop_timeout":       "10m",
+	"temporal.codec_keys":         "",
+	"dev.data_dir":                ".data",
+	"dev.postgres_port":           54329,
+	"dev.temporal_port":           7233,
+	"dev.temporal_ui_port":        8233,
+	"dev.install_postgres":        true,
+	"dev.temporal_log":            "off",
+	"log.level":                   "info",
+	"log.format":                  "text",
+	"models.openai.base_url":      "",
+	"models.openai.api_key":       "",
+	"models.openai.timeout":       "120s",
 	"models.catalog": []map[string]any{
 		{"id": "local-echo", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192},
 		{"id": "local-echo-slow", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192, "token_delay": "25ms"},
@@ -426,6 +444,20 @@ func (c *Config) Validate() error {
 	}
 	if c.Temporal.Namespace == "" {
 		errs = append(errs, fmt.Errorf("temporal.namespace (%s_TEMPORAL_NAMESPACE) must not be empty", EnvPrefix))
+	}
+	if c.Temporal.Pollers < 1 || c.Temporal.Pollers > 64 {
+		errs = append(errs, fmt.Errorf("temporal.pollers (%s_TEMPORAL_POLLERS) must be 1 to 64", EnvPrefix))
+	}
+	if c.Temporal.RenderConcurrency < 1 || c.Temporal.RenderConcurrency > 256 {
+		errs = append(errs, fmt.Errorf("temporal.render_concurrency (%s_TEMPORAL_RENDER_CONCURRENCY) must be 1 to 256", EnvPrefix))
+	}
+	if c.Temporal.CodecKeys != "" {
+		if _, err := codec.Parse(c.Temporal.CodecKeys); err != nil {
+			errs = append(errs, fmt.Errorf("temporal.codec_keys (%s_TEMPORAL_CODEC_KEYS): %v", EnvPrefix, err))
+		}
+	}
+	if c.Temporal.StopTimeout < 0 {
+		errs = append(errs, fmt.Errorf("temporal.stop_timeout (%s_TEMPORAL_STOP_TIMEOUT) must not be negative", EnvPrefix))
 	}
 	for name, p := range map[string]int{"dev.postgres_port": c.Dev.PostgresPort, "dev.temporal_port": c.Dev.TemporalPort, "dev.temporal_ui_port": c.Dev.TemporalUIPort} {
 		if p < 1 || p > 65535 {

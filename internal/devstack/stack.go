@@ -34,6 +34,8 @@ type Options struct {
 	InstallPostgres bool
 	TemporalLog     string
 	Log             *slog.Logger
+	// TemporalCodecEndpoint is the UI's codec endpoint (empty: none).
+	TemporalCodecEndpoint string
 }
 
 // Stack is what Start brought up, with the addresses to reach it.
@@ -73,6 +75,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		topts := TemporalOptions{
 			Port:            o.TemporalPort,
 			UIPort:          o.TemporalUIPort,
+			CodecEndpoint:   o.TemporalCodecEndpoint,
 			Namespace:       o.Namespace,
 			TimerResolution: o.TimerResolution,
 			LogLevel:        o.TemporalLog,

@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -43,6 +44,8 @@ type TemporalOptions struct {
 	// LogLevel of the server's own logs (written to stderr): debug, info,
 	// warn, error. Empty silences them.
 	LogLevel string
+	// CodecEndpoint is where the UI decodes sealed payloads (empty: none).
+	CodecEndpoint string
 }
 
 // Temporal is a running in-process server.
@@ -52,6 +55,8 @@ type Temporal struct {
 	Namespace string
 	server    temporal.Server
 	ui        *uiserver.Server
+	// codecEndpoint decodes sealed payloads for the UI (TemporalOptions).
+	codecEndpoint string
 }
 
 const clusterName = "active"
@@ -99,6 +104,12 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 			if err := sqliteschema.SetupSchema(sqlConf); err != nil {
 				return nil, fmt.Errorf("Temporal SQLite schema could not be created in %s: %w", abs, err)
 			}
+		} else if err := forgetMembers(abs); err != nil {
+			return nil, fmt.Errorf("Temporal SQLite file %s could not be prepared: %w", abs, err)
+		}
+		// Histories hold payment payloads and prompts: owner only.
+		if err := os.Chmod(abs, 0o600); err != nil {
+			return nil, err
 		}
 	}
 
@@ -135,7 +146,7 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("Temporal server could not start: %w", err)
 	}
-	t := &Temporal{Address: cfg.PublicClient.HostPort, Namespace: o.Namespace, server: srv}
+	t := &Temporal{Address: cfg.PublicClient.HostPort, Namespace: o.Namespace, server: srv, codecEndpoint: o.CodecEndpoint}
 	if err := t.waitReady(ctx); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -148,6 +159,21 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 		}
 	}
 	return t, nil
+}
+
+// forgetMembers drops the cluster members an earlier process recorded.
+// This server is the only node of its cluster, and its services listen on
+// new ports at every start, so every recorded member is a dead address;
+// left in place, the ring bootstraps from them and the first workflow
+// task after a restart waits about a minute for them to be given up on.
+func forgetMembers(file string) error {
+	db, err := sql.Open(sqliteplugin.PluginName, file)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`DELETE FROM cluster_membership`)
+	return err
 }
 
 func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
@@ -249,6 +275,7 @@ func (t *Temporal) waitReady(ctx context.Context) error {
 func (t *Temporal) startUI(port int) {
 	t.UIAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	t.ui = uiserver.NewServer(uioptions.WithConfigProvider(&uiconfig.Config{
+		Codec:               uiconfig.Codec{Endpoint: t.codecEndpoint},
 		Host:                "127.0.0.1",
 		Port:                port,
 		TemporalGRPCAddress: t.Address,

@@ -60,6 +60,11 @@ func ValidateInputs(c Contract, inputs map[string]any) (map[string]string, error
 		}
 		out[in.Key] = string(b)
 	}
+	for k, v := range out {
+		if len(v) > MaxNodeBytes {
+			return nil, fmt.Errorf("input %q is %d KiB, over the %d KiB limit per value", k, len(v)>>10, MaxNodeBytes>>10)
+		}
+	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		word := "input"

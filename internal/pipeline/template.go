@@ -123,7 +123,24 @@ func TemplateRefs(t string) ([]string, error) {
 	return out, nil
 }
 
-// RenderTemplate fills every placeholder from values (node id → value).
+// Size limits of a run's values. A run's values travel in its workflow's
+// history (activity inputs, the result, the status query), whose payloads
+// Temporal refuses past 2 MB; these limits keep every accepted input far
+// from that, so no input size or template (say {{q}}{{q}}{{q}}, or a chain
+// of nodes each doubling its input) can wedge a run. Rendering stops as
+// soon as a node's value would pass its limit.
+const (
+	// MaxNodeBytes bounds one node's value.
+	MaxNodeBytes = 512 << 10
+	// MaxRunBytes bounds the sum of every node's value in one run.
+	MaxRunBytes = 3 << 19 // 1.5 MiB
+)
+
+// ErrTooLarge wraps a value over MaxNodeBytes.
+var ErrTooLarge = fmt.Errorf("over the %d KiB limit per node", MaxNodeBytes>>10)
+
+// RenderTemplate fills every placeholder from values (node id → value),
+// refusing a result over MaxNodeBytes.
 func RenderTemplate(t string, values map[string]string) (string, error) {
 	phs, err := parseTemplate(t)
 	if err != nil {
@@ -142,8 +159,14 @@ func RenderTemplate(t string, values map[string]string) (string, error) {
 				return "", fmt.Errorf("{{%s…}}: %v", p.root, err)
 			}
 		}
+		if b.Len()+p.start-last+len(v) > MaxNodeBytes {
+			return "", fmt.Errorf("the rendered template would be %w", ErrTooLarge)
+		}
 		b.WriteString(v)
 		last = p.end
+	}
+	if b.Len()+len(t)-last > MaxNodeBytes {
+		return "", fmt.Errorf("the rendered template would be %w", ErrTooLarge)
 	}
 	b.WriteString(t[last:])
 	return b.String(), nil

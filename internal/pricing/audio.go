@@ -179,7 +179,11 @@ func (c *MusicCatalog) Resolve(id string, seconds int) (MusicSale, error) {
 	}
 	p, ok := m.Price(seconds)
 	if !ok {
-		return MusicSale{}, ErrLength
+		why := ""
+		if id == "" {
+			why = "the default"
+		}
+		return MusicSale{}, lengthError(m.ID, m.Prices, why, seconds)
 	}
 	return MusicSale{Model: m, Seconds: seconds, Price: p}, nil
 }

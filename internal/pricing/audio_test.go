@@ -1,6 +1,7 @@
 package pricing
 
 import (
+	"errors"
 	"testing"
 
 	"conduit/internal/config"
@@ -87,7 +88,7 @@ func TestMusicResolve(t *testing.T) {
 			t.Fatalf("%d s: %+v %v", secs, s, err)
 		}
 	}
-	if _, err := c.Resolve("", 45); err != ErrLength {
+	if _, err := c.Resolve("", 45); !errors.Is(err, ErrLength) || err.Error() != "compose-1 (the default) sells 15, 30, 60, 120 seconds, not 45" {
 		t.Fatalf("45 s: %v", err)
 	}
 	if _, err := c.Resolve("nope", 30); err != ErrUnknownModel {

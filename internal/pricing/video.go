@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"conduit/internal/config"
@@ -103,6 +105,39 @@ var (
 	ErrNoImageModels = errors.New("no model takes an image at this length")
 )
 
+// LengthError is ErrLength saying what the model does sell. Default says
+// why the model was picked when the request named none ("" when it did).
+type LengthError struct {
+	Model   string
+	Default string
+	Lengths []int
+	Seconds int
+}
+
+func (e *LengthError) Error() string {
+	name := "model " + e.Model
+	if e.Default != "" {
+		name = e.Model + " (" + e.Default + ")"
+	}
+	sold := make([]string, len(e.Lengths))
+	for i, n := range e.Lengths {
+		sold[i] = strconv.Itoa(n)
+	}
+	return fmt.Sprintf("%s sells %s seconds, not %d", name, strings.Join(sold, ", "), e.Seconds)
+}
+
+func (e *LengthError) Unwrap() error { return ErrLength }
+
+// lengthError is the LengthError for a model selling prices asked for
+// seconds.
+func lengthError(model string, prices []LengthPrice, why string, seconds int) error {
+	e := &LengthError{Model: model, Default: why, Seconds: seconds}
+	for _, p := range prices {
+		e.Lengths = append(e.Lengths, p.Seconds)
+	}
+	return e
+}
+
 // Sale is a resolved video request: the model, length and price sold.
 type Sale struct {
 	Model   VideoModel
@@ -116,6 +151,7 @@ type Sale struct {
 // length is asked); without a length, the model's shortest.
 func (c *VideoCatalog) Resolve(model string, seconds int, withImage bool) (Sale, error) {
 	var m VideoModel
+	why := ""
 	switch {
 	case model != "":
 		var ok bool
@@ -131,6 +167,7 @@ func (c *VideoCatalog) Resolve(model string, seconds int, withImage bool) (Sale,
 				m = cand
 			}
 		}
+		why = "the default without image_url"
 	default:
 		var best *Sale
 		for _, cand := range c.Models {
@@ -155,7 +192,7 @@ func (c *VideoCatalog) Resolve(model string, seconds int, withImage bool) (Sale,
 	}
 	p, ok := m.Price(seconds)
 	if !ok {
-		return Sale{}, ErrLength
+		return Sale{}, lengthError(m.ID, m.Prices, why, seconds)
 	}
 	return Sale{Model: m, Seconds: seconds, Price: p}, nil
 }

@@ -104,6 +104,26 @@ func TestResolveDefaults(t *testing.T) {
 	}
 }
 
+// A length the model does not sell is refused naming the model, why it was
+// picked when the request named none, and the lengths it sells.
+func TestLengthErrorNamesTheModelAndItsLengths(t *testing.T) {
+	c := defaultCatalog(t)
+	for _, tc := range []struct {
+		model   string
+		seconds int
+		want    string
+	}{
+		{"", 4, "lumen-h3 (the default without image_url) sells 5, 10, 15 seconds, not 4"},
+		{"vista-3.1-lite", 5, "model vista-3.1-lite sells 4, 6, 8 seconds, not 5"},
+	} {
+		_, err := c.Resolve(tc.model, tc.seconds, false)
+		var le *LengthError
+		if !errors.As(err, &le) || !errors.Is(err, ErrLength) || err.Error() != tc.want {
+			t.Errorf("Resolve(%q, %d): %v, want %q", tc.model, tc.seconds, err, tc.want)
+		}
+	}
+}
+
 func TestWaitScalesAndIsBounded(t *testing.T) {
 	c := defaultCatalog(t)
 	lumen, _ := c.Model("lumen-h3")

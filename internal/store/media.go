@@ -121,6 +121,20 @@ func (s *Store) OpenPaidMediaRun(ctx context.Context, n NewMediaRun) (MediaRun, 
 	return run, err
 }
 
+// CreditPayment credits a settled payment to the paying wallet's account
+// without opening its run (the run could not be recorded), under the same
+// ledger key OpenPaidMediaRun uses, so it is credited once at most.
+func (s *Store) CreditPayment(ctx context.Context, n NewMediaRun) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		acct, err := walletAccountTx(ctx, tx, n.Network, n.Payer)
+		if err != nil {
+			return err
+		}
+		_, err = grantTx(ctx, tx, acct.ID, EntryPayment, n.Paid, "payment/"+n.Network+"/"+n.Transaction, n.Kind+" "+n.RunID+" (not opened)")
+		return err
+	})
+}
+
 func insertMediaRun(ctx context.Context, tx pgx.Tx, account string, n NewMediaRun, retryOf string, out *MediaRun) error {
 	hold, err := holdTx(ctx, tx, account, n.Price, "render/"+n.RunID)
 	if err != nil {

@@ -11,7 +11,10 @@ import (
 	"conduit/internal/store"
 )
 
-var st *store.Store
+var (
+	st *store.Store
+	db *pg.TestDB
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -20,13 +23,14 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
-	url, cleanup, err := pg.TestDatabase(ctx, log)
+	var err error
+	db, err = pg.NewTestDB(ctx, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "store tests: PostgreSQL could not start:", err)
 		return 1
 	}
-	defer cleanup()
-	st, err = store.Open(ctx, url, 40, log)
+	defer db.Close()
+	st, err = store.Open(ctx, db.URL, 40, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "store tests:", err)
 		return 1

@@ -14,18 +14,29 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"conduit/internal/codec"
 )
 
 // Dial connects to the frontend at address and checks that it answers, so a
 // wrong address fails at start-up with one sentence instead of on first use.
-func Dial(ctx context.Context, address, namespace string, log *slog.Logger) (client.Client, error) {
+// A non-empty codecKeys seals every payload (internal/codec).
+func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger) (client.Client, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dialCtx, client.Options{
+	opts := client.Options{
 		HostPort:  address,
 		Namespace: namespace,
 		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
-	})
+	}
+	if codecKeys != "" {
+		cd, err := codec.Parse(codecKeys)
+		if err != nil {
+			return nil, err
+		}
+		opts.DataConverter = cd.DataConverter()
+	}
+	c, err := client.DialContext(dialCtx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("Temporal at %s is not reachable: %w", address, err)
 	}

@@ -1,0 +1,108 @@
+package apptest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"conduit/internal/codec"
+)
+
+// CaptureEnv names the folder the harness writes workflow histories to
+// after a package's tests, for the replay suite (workflows/testdata).
+const CaptureEnv = "CONDUIT_CAPTURE_HISTORIES"
+
+// CaptureKeyFile holds the codec key the captured histories are sealed with.
+const CaptureKeyFile = "codec.key"
+
+// captureKey reads the capture folder's codec key, making one if needed.
+func captureKey(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, CaptureKeyFile)
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		b = []byte(codec.NewKey("replay"))
+		err = os.WriteFile(path, b, 0o644)
+	}
+	return strings.TrimSpace(string(b)), err
+}
+
+// captureHistories writes one closed history per distinct shape — the
+// workflow type, its RunStatus and the activities it scheduled — as the
+// JSON the SDK's replayer reads. Real runs of every outcome the tests
+// drive become the histories that later code must still replay.
+func captureHistories(ctx context.Context, c client.Client, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp')", PageSize: 500, NextPageToken: token,
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range resp.Executions {
+			if err := captureOne(ctx, c, dir, e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), status(e.GetSearchAttributes().GetIndexedFields()["RunStatus"].GetData())); err != nil {
+				return err
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			return nil
+		}
+	}
+}
+
+func status(raw []byte) string {
+	s := strings.Trim(string(raw), `"`)
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func captureOne(ctx context.Context, c client.Client, dir, typ, id, runID, runStatus string) error {
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	var acts []string
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return err
+		}
+		h.Events = append(h.Events, ev)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && !slices.Contains(acts, a.GetActivityType().GetName()) {
+			acts = append(acts, a.GetActivityType().GetName())
+		}
+	}
+	slices.Sort(acts)
+	if in := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(); len(in) > 0 &&
+		string(in[0].GetMetadata()["encoding"]) == codec.Encoding {
+		runStatus += "-sealed"
+	}
+	shape := typ + "/" + runStatus + "/" + strings.Join(acts, ",")
+	sum := sha256.Sum256([]byte(shape))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.json", strings.ToLower(typ), runStatus, hex.EncodeToString(sum[:4])))
+	if _, err := os.Stat(path); err == nil {
+		return nil // this shape is captured already
+	}
+	b, err := protojson.MarshalOptions{Indent: " "}.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

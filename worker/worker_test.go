@@ -1,0 +1,32 @@
+package worker
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"conduit/activities"
+)
+
+// The names every history records. Changing one breaks every running
+// workflow that uses it: add a new name instead, and keep the old one
+// registered until no history needs it (docs/operations.md).
+var pinned = map[string]string{
+	"system":       "workflows Nop, Ping; activities RecordPing",
+	"pipelines":    "workflows PipelineRun; activities FailRun, FinishRun, Generate",
+	"payments":     "workflows TopUp; activities Grant, Settle",
+	"renders":      "workflows Render; activities CreditPayment, FinishRender, Grant, MarkLate, OpenPaidRender, OpenRetry, Settle",
+	"renders-work": "workflows ; activities Render",
+}
+
+func TestRegisteredNamesArePinned(t *testing.T) {
+	got := map[string]string{}
+	for _, q := range Registry(Deps{Renders: &activities.Renders{}}) {
+		got[q.Queue] = "workflows " + strings.Join(slices.Sorted(maps.Keys(q.Workflows)), ", ") +
+			"; activities " + strings.Join(slices.Sorted(maps.Keys(q.Activities)), ", ")
+	}
+	if !maps.Equal(got, pinned) {
+		t.Fatalf("registered names changed:\n got  %v\n want %v", got, pinned)
+	}
+}
