@@ -216,7 +216,36 @@ func (s *Server) pollRun(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.runJSON(r))
+	out := s.runJSON(r)
+	if r.Status == workflows.StatusRunning {
+		if nodes, ok := s.liveNodes(c.Request.Context(), r.RunID); ok {
+			out["nodes"] = nodes
+		}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// liveNodes asks an open run's workflow which nodes are done, running or
+// waiting (its status query). A closed run is answered from PostgreSQL
+// alone (its history may be archived), and a run whose workflow does not
+// answer within a second is too: polling never waits on Temporal.
+func (s *Server) liveNodes(ctx context.Context, runID string) ([]gin.H, bool) {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	v, err := s.deps.Temporal.QueryWorkflow(qctx, workflows.PipelineRunWorkflowID(runID), "", workflows.StatusQuery)
+	var st workflows.RunState
+	if err != nil || v.Get(&st) != nil {
+		return nil, false
+	}
+	nodes := make([]gin.H, 0, len(st.Nodes))
+	for _, n := range st.Nodes {
+		node := gin.H{"id": n.ID, "type": n.Type, "status": n.Status}
+		if n.Error != "" {
+			node["error"] = n.Error
+		}
+		nodes = append(nodes, node)
+	}
+	return nodes, true
 }
 
 // runJSON is the run record of spec §2.2: running runs carry runId, status,

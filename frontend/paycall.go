@@ -433,6 +433,11 @@ func (s *Server) withExtra(rec, extra gin.H) gin.H {
 // writeRecord writes the record and, when it carried a finished file and
 // was written whole, records that the file reached the caller.
 func (s *Server) writeRecord(c *gin.Context, rec gin.H, run store.MediaRun) {
+	if run.Status == "running" {
+		if st, ok := s.renderStage(c.Request.Context(), run.RunID); ok {
+			rec["stage"] = st
+		}
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		fail(c, err)
@@ -450,6 +455,20 @@ func (s *Server) writeRecord(c *gin.Context, rec gin.H, run store.MediaRun) {
 	if run.Status == "success" && run.DeliveredAt == nil {
 		s.deliveries.record(context.WithoutCancel(c.Request.Context()), delivery{runID: run.RunID})
 	}
+}
+
+// renderStage asks an open render's workflow where it is (settling,
+// rendering, collecting, recording); closed runs are answered from
+// PostgreSQL alone, and polling never waits more than a second on Temporal.
+func (s *Server) renderStage(ctx context.Context, runID string) (string, bool) {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	v, err := s.deps.Temporal.QueryWorkflow(qctx, workflows.RenderWorkflowID(runID), "", workflows.StageQuery)
+	var stage string
+	if err != nil || v.Get(&stage) != nil {
+		return "", false
+	}
+	return stage, true
 }
 
 // record is the run record of spec §2.3 (§2.4 for speech).

@@ -212,3 +212,46 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 		}
 	}
 }
+
+// #14 item 8: while a run is open its statusUrl answers from the workflow
+// (live per-node progress; a render's stage); once closed, from
+// PostgreSQL, in the same format.
+func TestPollingAnswersFromTheWorkflowWhileOpen(t *testing.T) {
+	_, key := env.NewAccount(t)
+	id := createPipeline(t, key, echoGraph("Q: {{question}}", "local-echo-slow"))
+	publish(t, key, id)
+	run := invoke(t, key, id, map[string]any{"question": strings.Repeat("word ", 150)})
+	path := strings.TrimPrefix(run["statusUrl"].(string), env.URL)
+	var live map[string]any
+	for end := time.Now().Add(20 * time.Second); live == nil && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if rec := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); rec["status"] == "running" && rec["nodes"] != nil {
+			live = rec
+		}
+	}
+	if live == nil {
+		t.Fatal("no live progress while the run was open")
+	}
+	status := map[string]string{}
+	for _, n := range live["nodes"].([]any) {
+		n := n.(map[string]any)
+		status[n["id"].(string)] = n["status"].(string)
+	}
+	if status["question"] != "success" || status["llm"] != "running" || status["answer"] != "pending" {
+		t.Fatalf("nodes %v", status)
+	}
+	if done := waitRun(t, key, run["statusUrl"].(string)); done["status"] != "success" || done["nodes"] != nil || done["outputs"] == nil {
+		t.Fatalf("%v", done)
+	}
+
+	w := newWallet(t, 5*money.USD)
+	prompt := "stage " + t.Name()
+	rec := wantStatus(t, buyVideo(t, w, map[string]any{"prompt": prompt, "model": "kine-3.0", "async": true}), http.StatusOK)
+	env.Studio.WaitSubmitted(t, prompt)
+	if polled := wantStatus(t, get(t, rec["statusUrl"].(string)), http.StatusOK); polled["status"] != "running" || polled["stage"] != "rendering" {
+		t.Fatalf("%v", polled)
+	}
+	env.Studio.Release(prompt)
+	if final := finished(t, rec["statusUrl"].(string)); final["status"] != "success" || final["stage"] != nil {
+		t.Fatalf("%v", final)
+	}
+}

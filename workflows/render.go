@@ -26,6 +26,18 @@ const (
 // anything.
 const AdmissionUpdate = "admission"
 
+// StageQuery answers where an open render is: settling (the payment, or
+// opening a retry), rendering, collecting (past its deadline), recording.
+const StageQuery = "stage"
+
+// Render stages.
+const (
+	StageSettling   = "settling"
+	StageRendering  = "rendering"
+	StageCollecting = "collecting"
+	StageRecording  = "recording"
+)
+
 // RenderWorkflowID is the workflow of one run.
 func RenderWorkflowID(runID string) string { return "render/" + runID }
 
@@ -85,6 +97,10 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	}); err != nil {
 		return err
 	}
+	stage := StageSettling
+	if err := workflow.SetQueryHandler(ctx, StageQuery, func() (string, error) { return stage, nil }); err != nil {
+		return err
+	}
 	// Let the admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 
@@ -103,7 +119,8 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPayer.ValueSet(x402.DisplayAddress(adm.Run.Network, adm.Run.Payer)), AttrNetwork.ValueSet(adm.Run.Network))
 
 	res := store.MediaResult{RunID: in.Run.RunID}
-	late, rendered, renderErr := render(ctx, short, in)
+	stage = StageRendering
+	late, rendered, renderErr := render(ctx, short, in, &stage)
 	switch {
 	case renderErr == nil:
 		res.Status, res.FileKey = "success", rendered.FileKey
@@ -127,6 +144,7 @@ func Render(ctx workflow.Context, in RenderInput) error {
 		res.Message = failureMessage(res.Reason)
 	}
 	res.FinishedAt = workflow.Now(ctx)
+	stage = StageRecording
 	// A failed render is findable as such in the Temporal UI:
 	// RunStatus = 'error' (or 'partial').
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(res.Status))
@@ -184,7 +202,7 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 
 // render runs the render activity; past the deadline it notes the run as
 // late and keeps collecting.
-func render(ctx, short workflow.Context, in RenderInput) (late bool, out activities.Rendered, err error) {
+func render(ctx, short workflow.Context, in RenderInput, stage *string) (late bool, out activities.Rendered, err error) {
 	// The deadline plus the collection window bounds the render as a
 	// whole, across attempts: a worker lost mid-render costs its attempt,
 	// not extra time.
@@ -209,6 +227,7 @@ func render(ctx, short workflow.Context, in RenderInput) (late bool, out activit
 	})
 	sel.Select(ctx)
 	if !done && late {
+		*stage = StageCollecting
 		if err := workflow.ExecuteActivity(short, ActMarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
 			return late, out, err
 		}
