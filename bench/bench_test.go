@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func BenchmarkTemporalRoundTrip(b *testing.B) {
 	start := time.Now()
 	for i := range b.N {
 		t0 := time.Now()
-		run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: fmt.Sprintf("bench-nop-%d-%d", time.Now().UnixNano(), i), TaskQueue: workflows.SystemQueue}, workflows.Nop)
+		run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: fmt.Sprintf("bench-nop-%d-%d", time.Now().UnixNano(), i), TaskQueue: workflows.SystemQueue}, workflows.WfNop)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -75,6 +76,36 @@ func BenchmarkTemporalRoundTrip(b *testing.B) {
 		}
 		lat.add(time.Since(t0))
 	}
+	lat.report(b, time.Since(start))
+}
+
+// BenchmarkTemporalRoundTripParallel: the bare round trip with as many
+// callers as BenchmarkInvoke3NodeParallel, so parallel throughput is
+// compared side by side in one run.
+func BenchmarkTemporalRoundTripParallel(b *testing.B) {
+	c := env.Platform.Temporal
+	var lat latencies
+	var n atomic.Int64
+	b.SetParallelism(4) // × GOMAXPROCS (2) = 8 callers
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t0 := time.Now()
+			run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+				ID: fmt.Sprintf("bench-nop-par-%d-%d", time.Now().UnixNano(), n.Add(1)), TaskQueue: workflows.SystemQueue,
+			}, workflows.WfNop)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := run.Get(context.Background(), nil); err != nil {
+				b.Error(err)
+				return
+			}
+			lat.add(time.Since(t0))
+		}
+	})
 	lat.report(b, time.Since(start))
 }
 
