@@ -3,6 +3,8 @@ package frontend
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,10 +83,7 @@ func (d *deliveries) retry() {
 		time.Sleep(wait)
 		wait = min(2*wait, deliveryRetryMax)
 		d.mu.Lock()
-		batch := make([]delivery, 0, len(d.pending))
-		for m := range d.pending {
-			batch = append(batch, m)
-		}
+		batch := slices.Collect(maps.Keys(d.pending))
 		d.mu.Unlock()
 		for _, m := range batch {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -230,11 +230,8 @@ func (s *Server) pollRun(c *gin.Context) {
 // alone (its history may be archived), and a run whose workflow does not
 // answer within a second is too: polling never waits on Temporal.
 func (s *Server) liveNodes(ctx context.Context, runID string) ([]gin.H, bool) {
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	v, err := s.deps.Temporal.QueryWorkflow(qctx, workflows.PipelineRunWorkflowID(runID), "", workflows.StatusQuery)
 	var st workflows.RunState
-	if err != nil || v.Get(&st) != nil {
+	if !s.askOpen(ctx, workflows.PipelineRunWorkflowID(runID), workflows.StatusQuery, &st) {
 		return nil, false
 	}
 	nodes := make([]gin.H, 0, len(st.Nodes))

@@ -461,14 +461,18 @@ func (s *Server) writeRecord(c *gin.Context, rec gin.H, run store.MediaRun) {
 // rendering, collecting, recording); closed runs are answered from
 // PostgreSQL alone, and polling never waits more than a second on Temporal.
 func (s *Server) renderStage(ctx context.Context, runID string) (string, bool) {
+	var stage string
+	ok := s.askOpen(ctx, workflows.RenderWorkflowID(runID), workflows.StageQuery, &stage)
+	return stage, ok
+}
+
+// askOpen answers an open workflow's query into out, giving up after a
+// second: polling answers from PostgreSQL rather than wait on Temporal.
+func (s *Server) askOpen(ctx context.Context, workflowID, query string, out any) bool {
 	qctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	v, err := s.deps.Temporal.QueryWorkflow(qctx, workflows.RenderWorkflowID(runID), "", workflows.StageQuery)
-	var stage string
-	if err != nil || v.Get(&stage) != nil {
-		return "", false
-	}
-	return stage, true
+	v, err := s.deps.Temporal.QueryWorkflow(qctx, workflowID, "", query)
+	return err == nil && v.Get(out) == nil
 }
 
 // record is the run record of spec §2.3 (§2.4 for speech).
