@@ -2,9 +2,11 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
+	"conduit/internal/money"
 	"conduit/internal/store"
 )
 
@@ -34,4 +36,47 @@ func (r *Runs) Fail(ctx context.Context, in FailInput) error {
 		RunID: in.RunID, Status: "error", Outputs: map[string]string{}, Nodes: []byte("[]"),
 		Error: strings.ToValidUTF8(strings.ReplaceAll(in.Error, "\x00", ""), "?"), FinishedAt: in.FinishedAt,
 	})
+}
+
+// OpenRunInput admits one run: the row and its credit hold.
+type OpenRunInput struct {
+	Run store.NewRun
+}
+
+// OpenedRun is the admission's outcome. Refusals are values, not errors,
+// so they end the workflow at once instead of being retried.
+type OpenedRun struct {
+	RunID      string
+	Version    int
+	Status     string
+	StartedAt  time.Time
+	WorkflowID string
+	// Existing: the Idempotency-Key names a run admitted before (possibly
+	// by another workflow execution); that run is the answer.
+	Existing bool
+	// Conflict: the key came first with a different request.
+	Conflict bool
+	// Insufficient: the balance cannot cover the hold; Balance is it.
+	Insufficient bool
+	Balance      money.Micros
+}
+
+// Open writes the run and holds its credit (store.StartRun). It is the
+// workflow's first step and is safe to repeat.
+func (r *Runs) Open(ctx context.Context, in OpenRunInput) (OpenedRun, error) {
+	run, existing, err := r.Store.StartRun(ctx, in.Run)
+	switch {
+	case errors.Is(err, store.ErrInsufficientCredit):
+		bal, berr := r.Store.Balance(ctx, in.Run.AccountID)
+		if berr != nil {
+			return OpenedRun{}, berr
+		}
+		return OpenedRun{Insufficient: true, Balance: bal}, nil
+	case errors.Is(err, store.ErrRequestMismatch):
+		return OpenedRun{RunID: run.RunID, Conflict: true}, nil
+	case err != nil:
+		return OpenedRun{}, err
+	}
+	return OpenedRun{RunID: run.RunID, Version: run.Version, Status: run.Status, StartedAt: run.StartedAt,
+		WorkflowID: run.WorkflowID, Existing: existing}, nil
 }

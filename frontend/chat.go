@@ -178,7 +178,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.streamChat(c, run, target, cc)
 		return
 	}
-	st, err := s.awaitRun(c.Request.Context(), run.RunID)
+	st, err := s.awaitRun(c.Request.Context(), run.WorkflowID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -206,9 +206,9 @@ func usageJSON(st workflows.RunState) gin.H {
 
 // awaitRun waits for the run's workflow to end and returns its state. If
 // the caller goes away the run goes on regardless.
-func (s *Server) awaitRun(ctx context.Context, runID string) (workflows.RunState, error) {
+func (s *Server) awaitRun(ctx context.Context, workflowID string) (workflows.RunState, error) {
 	var st workflows.RunState
-	err := s.deps.Temporal.GetWorkflow(ctx, workflows.PipelineRunWorkflowID(runID), "").Get(ctx, &st)
+	err := s.deps.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, &st)
 	return st, err
 }
 
@@ -236,7 +236,7 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		st, err := s.awaitRun(ctx, run.RunID)
+		st, err := s.awaitRun(ctx, run.WorkflowID)
 		done <- outcome{st, err}
 	}()
 

@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -86,57 +87,111 @@ func (s *Server) holdFor(g *pipeline.Graph) money.Micros {
 	return total
 }
 
-// startRun records the run, holds its credit and starts its workflow; when
-// the workflow cannot start, the record and the hold are undone.
+// inlineNodes are g's model nodes whose calls are short enough to run
+// inside the workflow task (models.Model.Inline).
+func (s *Server) inlineNodes(g *pipeline.Graph) []string {
+	var ids []string
+	for _, n := range g.Nodes {
+		if m, ok := s.deps.Catalog.Model(n.Model); ok && n.Type == "model" && m.Inline(n.MaxTokens) {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
+}
+
+// runRequestHash is what an Idempotency-Key is bound to: the kind of call and
+// its inputs (canonical JSON: sorted keys).
+func runRequestHash(kind string, inputs map[string]string) string {
+	b, _ := json.Marshal(inputs)
+	sum := sha256.Sum256(append([]byte(kind+"\n"), b...))
+	return hex.EncodeToString(sum[:])
+}
+
+// admitWait is how long a caller waits for its run to be admitted; the
+// workflow itself refuses to admit later than workflows.AdmitWithin.
+const admitWait = 30 * time.Second
+
+// startRun starts the run's workflow and waits for its admission, its
+// first step: the run recorded and its credit held, or why not
+// (Update-with-Start). With an Idempotency-Key every retry reaches the
+// same workflow, or the run it admitted; existing says so.
 func (s *Server) startRun(c *gin.Context, p store.Pipeline, g *pipeline.Graph, v store.PipelineVersion, rr runRequest) (store.Run, bool, error) {
 	ctx := c.Request.Context()
 	account := principal(c).AccountID
 	now := time.Now()
-	held := s.holdFor(g)
-	run, existing, err := s.deps.Store.StartRun(ctx, store.NewRun{
-		RunID: newRunID(now), PipelineID: p.ID, Version: v.Version, AccountID: account, Kind: rr.Kind,
-		IdempotencyKey: rr.IdempotencyKey, Inputs: rr.Inputs, StartedAt: now, Hold: held,
-	})
-	if errors.Is(err, store.ErrInsufficientCredit) {
-		bal, berr := s.deps.Store.Balance(ctx, account)
-		if berr != nil {
-			return run, false, berr
+	in := workflows.RunInput{
+		RunID: newRunID(now), PipelineID: p.ID, Version: v.Version, AccountID: account,
+		Graph: v.Graph, Inputs: rr.Inputs, Held: s.holdFor(g),
+		ModelTimeout: s.deps.Config.Runs.ModelTimeout, ModelAttempts: int32(s.deps.Config.Runs.ModelAttempts),
+		StreamNode: rr.StreamNode, InlineNodes: s.inlineNodes(g),
+		Kind: rr.Kind, StartedAt: now, IdempotencyKey: rr.IdempotencyKey, RequestHash: runRequestHash(rr.Kind, rr.Inputs),
+	}
+	in.WorkflowID = workflows.PipelineRunWorkflowID(in.RunID)
+	if rr.IdempotencyKey != "" {
+		in.WorkflowID = workflows.KeyedRunWorkflowID(account, p.ID, rr.IdempotencyKey)
+	}
+	log := logging.From(ctx).With("run_id", in.RunID, "workflow_id", in.WorkflowID, "pipeline_id", p.ID, "version", v.Version)
+	tc := s.deps.Temporal
+	waitCtx, cancel := context.WithTimeout(ctx, admitWait)
+	defer cancel()
+	var adm workflows.RunAdmission
+	var err error
+	// A workflow that closes just as a retry arrives refuses its update;
+	// the next attempt starts a new execution, which finds the run.
+	for attempt := 0; attempt < 3; attempt++ {
+		start := tc.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID: in.WorkflowID, TaskQueue: workflows.PipelineQueue,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				workflows.AttrPipelineID.ValueSet(p.ID),
+				workflows.AttrPipelineVersion.ValueSet(int64(v.Version)),
+				workflows.AttrAccountID.ValueSet(account),
+				workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
+			),
+		}, workflows.WfPipelineRun, in)
+		var h client.WorkflowUpdateHandle
+		h, err = tc.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateName: workflows.AdmissionUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+				Args: []any{workflows.RunRequest{RunID: in.RunID, RequestHash: in.RequestHash}},
+			},
+		})
+		if err == nil {
+			err = h.Get(waitCtx, &adm)
 		}
+		if err == nil || waitCtx.Err() != nil {
+			break
+		}
+	}
+	var run store.Run
+	switch {
+	case err != nil:
+		log.Error("a run could not be admitted", "err", err)
+		msg := "the run could not be started now; nothing was charged, try again"
+		if rr.IdempotencyKey != "" {
+			msg = "the run could not be admitted now; retry with the same Idempotency-Key: it is charged at most once"
+		}
+		return run, false, &APIError{Status: http.StatusServiceUnavailable, Message: msg, RetryAfter: time.Second}
+	case adm.Insufficient:
 		return run, false, &APIError{
 			Status: http.StatusPaymentRequired, Code: "INSUFFICIENT_CREDITS",
-			Message: "insufficient credits: this run may cost up to " + held.String() + " USD and the balance is " + bal.String() + " USD; top up to continue",
-			Extra:   map[string]any{"balanceUsd": bal, "topUpUrl": s.topUpURL()},
+			Message: "insufficient credits: this run may cost up to " + adm.Held.String() + " USD and the balance is " + adm.Balance.String() + " USD; top up to continue",
+			Extra:   map[string]any{"balanceUsd": adm.Balance, "topUpUrl": s.topUpURL()},
 		}
+	case adm.Conflict:
+		return run, false, errorf(http.StatusConflict, "Idempotency-Key %q was already used on this pipeline with a different request (run %s); send a new key for a new request", rr.IdempotencyKey, adm.RunID)
+	case adm.Expired:
+		return run, false, &APIError{Status: http.StatusServiceUnavailable, Message: "the run could not be admitted in time; nothing was charged, try again", RetryAfter: time.Second}
 	}
-	if err != nil || existing {
-		return run, existing, err
+	run = store.Run{RunID: adm.RunID, PipelineID: p.ID, Version: adm.Version, AccountID: account, Kind: rr.Kind,
+		Status: adm.Status, StartedAt: adm.StartedAt, WorkflowID: adm.WorkflowID}
+	existing := adm.Existing || adm.RunID != in.RunID
+	if !existing {
+		log.Info("run started", "kind", rr.Kind, "held", in.Held)
 	}
-	log := logging.From(ctx).With("run_id", run.RunID, "pipeline_id", p.ID, "version", v.Version)
-	_, err = s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                    workflows.PipelineRunWorkflowID(run.RunID),
-		TaskQueue:             workflows.PipelineQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.AttrPipelineID.ValueSet(p.ID),
-			workflows.AttrPipelineVersion.ValueSet(int64(v.Version)),
-			workflows.AttrAccountID.ValueSet(account),
-			workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
-		),
-	}, workflows.WfPipelineRun, workflows.RunInput{
-		RunID: run.RunID, PipelineID: p.ID, Version: v.Version, AccountID: account,
-		Graph: v.Graph, Inputs: rr.Inputs, Held: held,
-		ModelTimeout: s.deps.Config.Runs.ModelTimeout, ModelAttempts: int32(s.deps.Config.Runs.ModelAttempts),
-		StreamNode: rr.StreamNode,
-	})
-	if err != nil {
-		log.Error("run could not start; undoing its record and hold", "err", err)
-		if aerr := s.deps.Store.AbandonRun(context.WithoutCancel(ctx), run.RunID); aerr != nil {
-			log.Error("undoing a run that did not start failed", "err", aerr)
-		}
-		return run, false, errorf(http.StatusServiceUnavailable, "the run could not be started; nothing was charged, try again")
-	}
-	log.Info("run started", "kind", rr.Kind, "held", held)
-	return run, false, nil
+	return run, existing, nil
 }
 
 // invoke: POST /api/pipelines/{id}/invoke {inputs}.
@@ -186,7 +241,7 @@ func (s *Server) invoke(c *gin.Context) {
 		c.Header("Idempotent-Replayed", "true")
 	}
 	c.JSON(http.StatusAccepted, gin.H{
-		"runId": run.RunID, "status": workflows.StatusRunning, "version": run.Version, "statusUrl": s.statusURL(p.ID, run.RunID),
+		"runId": run.RunID, "status": run.Status, "version": run.Version, "statusUrl": s.statusURL(p.ID, run.RunID),
 	})
 }
 
@@ -218,7 +273,7 @@ func (s *Server) pollRun(c *gin.Context) {
 	}
 	out := s.runJSON(r)
 	if r.Status == workflows.StatusRunning {
-		if nodes, ok := s.liveNodes(c.Request.Context(), r.RunID); ok {
+		if nodes, ok := s.liveNodes(c.Request.Context(), r.WorkflowID); ok {
 			out["nodes"] = nodes
 		}
 	}
@@ -229,9 +284,9 @@ func (s *Server) pollRun(c *gin.Context) {
 // waiting (its status query). A closed run is answered from PostgreSQL
 // alone (its history may be archived), and a run whose workflow does not
 // answer within a second is too: polling never waits on Temporal.
-func (s *Server) liveNodes(ctx context.Context, runID string) ([]gin.H, bool) {
+func (s *Server) liveNodes(ctx context.Context, workflowID string) ([]gin.H, bool) {
 	var st workflows.RunState
-	if !s.askOpen(ctx, workflows.PipelineRunWorkflowID(runID), workflows.StatusQuery, &st) {
+	if !s.askOpen(ctx, workflowID, workflows.StatusQuery, &st) {
 		return nil, false
 	}
 	nodes := make([]gin.H, 0, len(st.Nodes))

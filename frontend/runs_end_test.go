@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"conduit/app/apptest"
 	"conduit/frontend"
 	"conduit/internal/money"
 	"conduit/internal/store"
@@ -98,6 +99,7 @@ func TestUnstorableResultEndsTheRun(t *testing.T) {
 	}, workflows.WfPipelineRun, workflows.RunInput{
 		RunID: runID, PipelineID: id, Version: ver.Version, AccountID: acct, Graph: ver.Graph,
 		Inputs: map[string]string{"question": "un\u0000storable"}, Held: money.USD, ModelTimeout: time.Minute, ModelAttempts: 2,
+		Kind: "invoke", StartedAt: time.Now(), WorkflowID: workflows.PipelineRunWorkflowID(runID),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -253,5 +255,105 @@ func TestPollingAnswersFromTheWorkflowWhileOpen(t *testing.T) {
 	env.Studio.Release(prompt)
 	if final := finished(t, rec["statusUrl"].(string)); final["status"] != "success" || final["stage"] != nil {
 		t.Fatalf("%v", final)
+	}
+}
+
+// #14 item 4: an Idempotency-Key is bound to its pipeline and to the
+// request it first came with. The same key with the same body answers the
+// same run (marked replayed), with another body is a 409 that changes
+// nothing, and on another pipeline of the same account is another request.
+func TestIdempotencyKeyIsBoundToItsRequest(t *testing.T) {
+	acct, key := env.NewAccount(t)
+	id := createPipeline(t, key, echoGraph("{{question}}", "local-echo"))
+	publish(t, key, id)
+	first := do(t, "POST", "/api/pipelines/"+id+"/invoke", key, map[string]any{"inputs": map[string]any{"question": "once"}}, "Idempotency-Key", "order-7")
+	acc := wantStatus(t, first, http.StatusAccepted)
+	if first.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatal("a first request is not a replay")
+	}
+	waitRun(t, key, acc["statusUrl"].(string))
+	before := balanceUSD(t, key)
+
+	again := do(t, "POST", "/api/pipelines/"+id+"/invoke", key, map[string]any{"inputs": map[string]any{"question": "once"}}, "Idempotency-Key", "order-7")
+	if b := wantStatus(t, again, http.StatusAccepted); b["runId"] != acc["runId"] || b["status"] != "success" || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %v %v", b, again.Header)
+	}
+	other := do(t, "POST", "/api/pipelines/"+id+"/invoke", key, map[string]any{"inputs": map[string]any{"question": "twice"}}, "Idempotency-Key", "order-7")
+	b := wantStatus(t, other, http.StatusConflict)
+	if msg, _ := b["error"].(string); !strings.Contains(msg, "order-7") || !strings.Contains(msg, "different request") || !strings.Contains(msg, acc["runId"].(string)) {
+		t.Fatalf("conflict: %v", b)
+	}
+	// Another pipeline of the same account: another request, another run.
+	id2 := createPipeline(t, key, echoGraph("{{question}}", "local-echo"))
+	publish(t, key, id2)
+	acc2 := invoke(t, key, id2, map[string]any{"question": "twice"}, "Idempotency-Key", "order-7")
+	if acc2["runId"] == acc["runId"] {
+		t.Fatal("a key on another pipeline answered the first pipeline's run")
+	}
+	waitRun(t, key, acc2["statusUrl"].(string))
+	runs := wantStatus(t, do(t, "GET", "/api/pipelines/"+id+"/runs", key, nil), http.StatusOK)["runs"].([]any)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs on the first pipeline", len(runs))
+	}
+	if after := balanceUSD(t, key); before-after > 0.0001 {
+		t.Fatalf("the replay or the refusal moved credit: %v → %v", before, after)
+	}
+	_ = acct
+}
+
+// #14 item 4: admission is the run workflow's first step. While no worker
+// runs, a request waits and nothing exists but the workflow (no run row,
+// no hold); once a worker is back the run is admitted, answered and run,
+// and the same key then answers that run. No run exists without its
+// workflow, and no hold without its run.
+func TestAdmissionIsTheWorkflowsFirstStep(t *testing.T) {
+	acct, key := env.NewAccount(t)
+	id := createPipeline(t, key, echoGraph("{{question}}", "local-echo"))
+	publish(t, key, id)
+	env.StopWorker()
+	defer func() {
+		if err := env.StartWorker(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	answered := make(chan *apptest.Response, 1)
+	go func() {
+		answered <- env.Do(t, "POST", "/api/pipelines/"+id+"/invoke", map[string]any{"inputs": map[string]any{"question": "queued"}},
+			append(apptest.Bearer(key), "Idempotency-Key", "queued-1")...)
+	}()
+	wfID := workflows.KeyedRunWorkflowID(acct, id, "queued-1")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), wfID, ""); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run's workflow was not started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if runs := wantStatus(t, do(t, "GET", "/api/pipelines/"+id+"/runs", key, nil), http.StatusOK)["runs"].([]any); len(runs) != 0 {
+		t.Fatalf("a run was written before its workflow admitted it: %v", runs)
+	}
+	if bal := balanceUSD(t, key); bal != 5 {
+		t.Fatalf("credit held before admission: %v", bal)
+	}
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-answered
+	acc := wantStatus(t, r, http.StatusAccepted)
+	run := waitRun(t, key, acc["statusUrl"].(string))
+	if run["status"] != "success" {
+		t.Fatalf("%v", run)
+	}
+	stored, err := env.Platform.Store.Run(context.Background(), acc["runId"].(string))
+	if err != nil || stored.WorkflowID != wfID {
+		t.Fatalf("the run names workflow %q, want %q (%v)", stored.WorkflowID, wfID, err)
+	}
+	again := invoke(t, key, id, map[string]any{"question": "queued"}, "Idempotency-Key", "queued-1")
+	if again["runId"] != acc["runId"] {
+		t.Fatalf("the key answered another run: %v", again)
 	}
 }

@@ -60,7 +60,7 @@ func Registry(d Deps) []Queue {
 			Activities: map[string]any{workflows.ActRecordPing: system.RecordPing}},
 		{Queue: workflows.PipelineQueue,
 			Workflows:  map[string]any{workflows.WfPipelineRun: workflows.PipelineRun},
-			Activities: map[string]any{workflows.ActGenerate: models.Generate, workflows.ActFinishRun: runs.Finish, workflows.ActFailRun: runs.Fail}},
+			Activities: map[string]any{workflows.ActOpenRun: runs.Open, workflows.ActGenerate: models.Generate, workflows.ActFinishRun: runs.Finish, workflows.ActFailRun: runs.Fail}},
 		{Queue: workflows.PaymentsQueue, Workflows: map[string]any{workflows.WfTopUp: workflows.TopUp}, Activities: payments},
 	}
 	if r := d.Renders; r != nil {

@@ -14,7 +14,7 @@ import (
 // registered until no history needs it (docs/operations.md).
 var pinned = map[string]string{
 	"system":       "workflows Nop, Ping; activities RecordPing",
-	"pipelines":    "workflows PipelineRun; activities FailRun, FinishRun, Generate",
+	"pipelines":    "workflows PipelineRun; activities FailRun, FinishRun, Generate, OpenRun",
 	"payments":     "workflows TopUp; activities Grant, Settle",
 	"renders":      "workflows Render; activities CreditPayment, FinishRender, Grant, MarkLate, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities Render",

@@ -14,6 +14,7 @@ const (
 	WfRender      = "Render"
 
 	ActRecordPing    = "RecordPing"
+	ActOpenRun       = "OpenRun"
 	ActGenerate      = "Generate"
 	ActFinishRun     = "FinishRun"
 	ActFailRun       = "FailRun"

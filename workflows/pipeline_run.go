@@ -1,9 +1,12 @@
 package workflows
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -19,9 +22,23 @@ import (
 // PipelineQueue carries pipeline runs.
 const PipelineQueue = "pipelines"
 
-// PipelineRunWorkflowID is the workflow id of a run: derived from the run
-// id, so a duplicate start is refused by Temporal, not by luck.
+// PipelineRunWorkflowID is the workflow id of a run without an
+// Idempotency-Key: derived from the run id.
 func PipelineRunWorkflowID(runID string) string { return "pipeline-run/" + runID }
+
+// KeyedRunWorkflowID is the workflow id of a run asked for with an
+// Idempotency-Key: derived from the account, the pipeline and (a hash of)
+// the key, so every retry of the request reaches the same workflow while
+// it is open. The key itself stays out of the id.
+func KeyedRunWorkflowID(accountID, pipelineID, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "pipeline-run/" + accountID + "/" + pipelineID + "/" + hex.EncodeToString(sum[:16])
+}
+
+// AdmitWithin is how late a run may still be admitted after it was asked
+// for: a workflow whose first step comes later (its workers were down)
+// ends without admitting, because its caller has long been told to retry.
+const AdmitWithin = time.Minute
 
 // StatusQuery answers a run's live state (RunState).
 const StatusQuery = "status"
@@ -60,8 +77,11 @@ const (
 	StatusError   = "error"
 	StatusPartial = "partial"
 	// StatusRefused: a render or top-up whose payment (or retry) was
-	// refused, so nothing ran.
+	// refused, or a pipeline run that was not admitted, so nothing ran.
 	StatusRefused = "refused"
+	// StatusDuplicate: a pipeline-run workflow that found its
+	// Idempotency-Key's run already admitted and answered with it.
+	StatusDuplicate = "duplicate"
 )
 
 // Node statuses.
@@ -90,6 +110,47 @@ type RunInput struct {
 	// StreamNode, when set, names the model node whose tokens are
 	// published as they arrive (chat completions).
 	StreamNode string
+	// InlineNodes are model nodes whose calls are short enough to run as
+	// local activities (in-process models with a small worst case): no
+	// round trip through the server.
+	InlineNodes []string
+
+	// Admission (runs started since admission moved into the workflow):
+	// the run's kind, when it was asked for, its Idempotency-Key and the
+	// hash of the request that key is bound to, and this workflow's id.
+	Kind           string
+	StartedAt      time.Time
+	IdempotencyKey string
+	RequestHash    string
+	WorkflowID     string
+}
+
+// RunRequest is what each caller's admission update carries: the run id
+// it proposed and the hash of its request.
+type RunRequest struct {
+	RunID       string
+	RequestHash string
+}
+
+// RunAdmission answers the admission update.
+type RunAdmission struct {
+	// Accepted: RunID is open (or, with Existing, was admitted before
+	// under the same Idempotency-Key).
+	Accepted   bool
+	RunID      string
+	Version    int
+	Status     string
+	StartedAt  time.Time
+	WorkflowID string
+	Existing   bool
+	// Conflict: the Idempotency-Key is bound to a different request.
+	Conflict bool
+	// Insufficient: the balance (Balance) cannot cover the hold (Held).
+	Insufficient bool
+	Balance      money.Micros
+	Held         money.Micros
+	// Expired: the workflow ran too late to admit (AdmitWithin).
+	Expired bool
 }
 
 // NodeState is one node's progress.
@@ -118,18 +179,104 @@ type RunState struct {
 	Error            string            `json:"error,omitempty"`
 }
 
-// PipelineRun executes a published snapshot: nodes in dependency order,
-// every node of a layer in parallel, each model call an activity with its
-// own retry policy. Whatever happens, the run ends by recording its result
-// and settling its credit hold in one transaction: charged on success,
-// released otherwise.
+// PipelineRun admits a run and executes its published snapshot. Its
+// first step writes the run and holds its credit; callers learn the
+// outcome from the admission update they start it with (Update-with-Start),
+// so no run exists without its workflow and no workflow holds credit
+// without its run. Nodes run in dependency order, every node of a layer in
+// parallel, each model call an activity with its own retry policy.
+// Whatever happens, the run ends by recording its result and settling its
+// hold in one transaction: charged on success, released otherwise.
 func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 	r := &runner{in: in, state: RunState{RunID: in.RunID, Status: StatusRunning, Outputs: map[string]string{}}, values: map[string]string{}}
 	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (RunState, error) { return r.state, nil }); err != nil {
 		return RunState{}, err
 	}
+	var admission *RunAdmission
+	var admitErr error
+	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context, req RunRequest) (RunAdmission, error) {
+		if err := workflow.Await(ctx, func() bool { return admission != nil || admitErr != nil }); err != nil {
+			return RunAdmission{}, err
+		}
+		if admitErr != nil {
+			return RunAdmission{}, admitErr
+		}
+		if req.RequestHash != in.RequestHash {
+			return RunAdmission{Conflict: true, RunID: admission.RunID}, nil
+		}
+		return *admission, nil
+	}); err != nil {
+		return RunState{}, err
+	}
+	// Runs started before admission moved here were admitted by the
+	// frontend: they run as they always did.
+	if workflow.GetVersion(ctx, "admission-in-workflow", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		r.execute(ctx)
+		return r.finish(ctx)
+	}
+	r.local = true
+	// Let every admission update read its answer before the workflow ends.
+	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
+
+	adm, err := r.admit(ctx)
+	if err != nil {
+		admitErr = err
+		return RunState{}, err
+	}
+	admission = &adm
+	if !adm.Accepted || adm.Existing {
+		status := StatusRefused
+		if adm.Existing {
+			status = StatusDuplicate
+		}
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(status))
+		return RunState{RunID: adm.RunID, Status: status}, nil
+	}
 	r.execute(ctx)
 	return r.finish(ctx)
+}
+
+// admit writes the run and its hold (or finds the run its
+// Idempotency-Key already names).
+func (r *runner) admit(ctx workflow.Context) (RunAdmission, error) {
+	in := r.in
+	if workflow.Now(ctx).Sub(in.StartedAt) > AdmitWithin {
+		return RunAdmission{Expired: true}, nil
+	}
+	var opened activities.OpenedRun
+	if err := workflow.ExecuteLocalActivity(r.shortCtx(ctx), ActOpenRun, activities.OpenRunInput{Run: store.NewRun{
+		RunID: in.RunID, PipelineID: in.PipelineID, Version: in.Version, AccountID: in.AccountID, Kind: in.Kind,
+		IdempotencyKey: in.IdempotencyKey, RequestHash: in.RequestHash, WorkflowID: in.WorkflowID,
+		Inputs: in.Inputs, StartedAt: in.StartedAt, Hold: in.Held,
+	}}).Get(ctx, &opened); err != nil {
+		return RunAdmission{}, err
+	}
+	switch {
+	case opened.Insufficient:
+		return RunAdmission{Insufficient: true, Balance: opened.Balance, Held: in.Held}, nil
+	case opened.Conflict:
+		return RunAdmission{Conflict: true, RunID: opened.RunID}, nil
+	}
+	return RunAdmission{Accepted: true, RunID: opened.RunID, Version: opened.Version, Status: opened.Status,
+		StartedAt: opened.StartedAt, WorkflowID: opened.WorkflowID, Existing: opened.Existing}, nil
+}
+
+// shortCtx runs a short database step: a local activity (in the workflow
+// task, no round trip through the server) for runs admitted here, an
+// activity for runs from before.
+func (r *runner) shortCtx(ctx workflow.Context) workflow.Context {
+	if r.local {
+		return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
+}
+
+// run executes a short step the way shortCtx chose.
+func (r *runner) run(ctx workflow.Context, name string, arg any) workflow.Future {
+	if r.local {
+		return workflow.ExecuteLocalActivity(ctx, name, arg)
+	}
+	return workflow.ExecuteActivity(ctx, name, arg)
 }
 
 type runner struct {
@@ -140,6 +287,8 @@ type runner struct {
 	index  map[string]int // node id → position in state.Nodes
 	// bytes is the size of every value so far (pipeline.MaxRunBytes).
 	bytes int
+	// local: short steps and inline model calls run as local activities.
+	local bool
 }
 
 func (r *runner) execute(ctx workflow.Context) {
@@ -217,21 +366,24 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 			err = rerr
 			break
 		}
+		retry := &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        r.in.ModelAttempts,
+			NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
+		}
+		gen := activities.GenerateInput{RunID: r.in.RunID, NodeID: id, Request: req, Stream: id == r.in.StreamNode}
+		if r.local && slices.Contains(r.in.InlineNodes, id) {
+			lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: r.in.ModelTimeout, RetryPolicy: retry})
+			return modelCall{id: id, future: workflow.ExecuteLocalActivity(lctx, ActGenerate, gen)}, true
+		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: r.in.ModelTimeout,
 			HeartbeatTimeout:    10 * time.Second,
-			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval:        time.Second,
-				BackoffCoefficient:     2,
-				MaximumInterval:        30 * time.Second,
-				MaximumAttempts:        r.in.ModelAttempts,
-				NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
-			},
+			RetryPolicy:         retry,
 		})
-		f := workflow.ExecuteActivity(actx, ActGenerate, activities.GenerateInput{
-			RunID: r.in.RunID, NodeID: id, Request: req, Stream: id == r.in.StreamNode,
-		})
-		return modelCall{id: id, future: f}, true
+		return modelCall{id: id, future: workflow.ExecuteActivity(actx, ActGenerate, gen)}, true
 	default:
 		err = fmt.Errorf("unknown node type %q", n.Type)
 	}
@@ -292,8 +444,8 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 		charge = min(r.state.Cost, r.in.Held)
 	}
 	nodes, _ := json.Marshal(r.state.Nodes)
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
-	err := workflow.ExecuteActivity(actx, ActFinishRun, store.RunResult{
+	actx := r.shortCtx(ctx)
+	err := r.run(actx, ActFinishRun, store.RunResult{
 		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
 		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
 		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
@@ -304,7 +456,7 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 		// releases its hold, so nothing stays held and nothing is charged.
 		r.state.Status, r.state.Outputs, charge = StatusError, map[string]string{}, 0
 		r.state.Error = "the run's result could not be recorded: " + nodeError(err)
-		if err := workflow.ExecuteActivity(actx, ActFailRun, activities.FailInput{
+		if err := r.run(actx, ActFailRun, activities.FailInput{
 			RunID: r.in.RunID, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
 		}).Get(ctx, nil); err != nil {
 			return r.state, err

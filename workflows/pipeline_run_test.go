@@ -34,15 +34,19 @@ func runWorkflow(t *testing.T, generate func(context.Context, activities.Generat
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivityWithOptions((&activities.Models{}).Generate, activity.RegisterOptions{Name: ActGenerate})
 	env.RegisterActivityWithOptions((&activities.Runs{}).Finish, activity.RegisterOptions{Name: ActFinishRun})
+	env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
+	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(activities.OpenedRun{RunID: "r1", Status: StatusRunning}, nil)
 	env.OnActivity(ActGenerate, mock.Anything, mock.Anything).Return(generate)
 	var finished store.RunResult
 	env.OnActivity(ActFinishRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in store.RunResult) error {
 		finished = in
 		return nil
 	})
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0)
 	env.ExecuteWorkflow(PipelineRun, RunInput{
 		RunID: "r1", Graph: json.RawMessage(twoBranchGraph), Inputs: map[string]string{"q": "x"},
-		Held: 100, ModelTimeout: time.Minute, ModelAttempts: 2,
+		Held: 100, ModelTimeout: time.Minute, ModelAttempts: 2, StartedAt: t0, InlineNodes: []string{"a"},
 	})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
@@ -105,5 +109,25 @@ func TestAllFailedIsError(t *testing.T) {
 	})
 	if st.Status != StatusError || fin.Cost != 0 || len(st.Outputs) != 0 {
 		t.Fatalf("%+v %+v", st, fin)
+	}
+}
+
+// A workflow whose first step comes later than AdmitWithin (its workers
+// were down) admits nothing: its caller was told long ago to retry.
+func TestLateAdmissionWritesNothing(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
+	opened := false
+	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(func(context.Context, activities.OpenRunInput) (activities.OpenedRun, error) {
+		opened = true
+		return activities.OpenedRun{}, nil
+	})
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0.Add(AdmitWithin + time.Second))
+	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), StartedAt: t0})
+	var st RunState
+	if err := env.GetWorkflowResult(&st); err != nil || st.Status != StatusRefused || opened {
+		t.Fatalf("%+v %v opened=%v", st, err, opened)
 	}
 }

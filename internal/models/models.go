@@ -117,6 +117,21 @@ func (m Model) MaxCost(maxTokens int) money.Micros {
 	return m.Cost(Usage{PromptTokens: m.ContextTokens, CompletionTokens: maxTokens})
 }
 
+// InlineBudget is the longest a model call may take at worst and still be
+// run inline (a local activity inside the workflow task).
+const InlineBudget = time.Second
+
+// Inline says whether a call of up to maxTokens is short enough to run
+// inline: an in-process model whose worst case fits InlineBudget. Calls
+// to providers over the network never are: they are activities with
+// heartbeats and their own retries.
+func (m Model) Inline(maxTokens int) bool {
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return m.Provider == "local" && m.TokenDelay*time.Duration(maxTokens) <= InlineBudget
+}
+
 func perThousand(price money.Micros, tokens int) money.Micros {
 	return (price*money.Micros(tokens) + 999) / 1000
 }

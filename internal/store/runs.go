@@ -13,13 +13,17 @@ import (
 
 // Run is a row of the run history.
 type Run struct {
-	RunID            string
-	PipelineID       string
-	Version          int
-	AccountID        string
-	Kind             string
-	Status           string
-	IdempotencyKey   *string
+	RunID          string
+	PipelineID     string
+	Version        int
+	AccountID      string
+	Kind           string
+	Status         string
+	IdempotencyKey *string
+	// WorkflowID is the workflow that admitted and runs it.
+	WorkflowID string
+	// RequestHash binds an Idempotency-Key to the request it came with.
+	RequestHash      string
 	HoldID           string
 	Inputs           map[string]string
 	Outputs          map[string]string
@@ -41,18 +45,20 @@ type NewRun struct {
 	AccountID      string
 	Kind           string
 	IdempotencyKey string // empty: none
+	RequestHash    string
+	WorkflowID     string
 	Inputs         map[string]string
 	StartedAt      time.Time
 	// Hold is reserved from the account's credit with the run.
 	Hold money.Micros
 }
 
-const runCols = `run_id, pipeline_id, version, account_id, kind, status, idempotency_key, hold_id, inputs, outputs, nodes,
+const runCols = `run_id, pipeline_id, version, account_id, kind, status, idempotency_key, workflow_id, request_hash, hold_id, inputs, outputs, nodes,
 	prompt_tokens, completion_tokens, cost_micros, error, started_at, finished_at, duration_ms`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
-	err := row.Scan(&r.RunID, &r.PipelineID, &r.Version, &r.AccountID, &r.Kind, &r.Status, &r.IdempotencyKey, &r.HoldID,
+	err := row.Scan(&r.RunID, &r.PipelineID, &r.Version, &r.AccountID, &r.Kind, &r.Status, &r.IdempotencyKey, &r.WorkflowID, &r.RequestHash, &r.HoldID,
 		&r.Inputs, &r.Outputs, &r.Nodes, &r.PromptTokens, &r.CompletionTokens, &r.Cost, &r.Error, &r.StartedAt, &r.FinishedAt, &r.DurationMs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, ErrNotFound
@@ -60,10 +66,19 @@ func scanRun(row pgx.Row) (Run, error) {
 	return r, err
 }
 
+// ErrRequestMismatch: the Idempotency-Key was first used with a
+// different request on this pipeline.
+var ErrRequestMismatch = errors.New("idempotency key reused with a different request")
+
 // StartRun records an accepted run and holds its credit in one transaction.
-// With an idempotency key the account has used before, it returns that run
-// instead (existing = true) and holds nothing. ErrInsufficientCredit means
-// nothing was written.
+// It is the first step of the run's workflow and may be retried: a run
+// already recorded under n.RunID is returned as it is. With an idempotency
+// key the account has used on this pipeline before, it returns that run
+// instead (existing = true) and holds nothing, or ErrRequestMismatch
+// (with that run) when the key came with another request. A run
+// recorded under n.RunID that has already finished is existing too: a
+// later execution of its workflow must answer it, not run it again.
+// ErrInsufficientCredit means nothing was written.
 func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool, err error) {
 	var key *string
 	if n.IdempotencyKey != "" {
@@ -72,12 +87,27 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if key != nil {
 			// Serialise starts that share a key, so exactly one wins.
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))`, n.AccountID, *key); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2 || '/' || $3))`, n.AccountID, n.PipelineID, *key); err != nil {
 				return err
 			}
-			r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE account_id = $1 AND idempotency_key = $2`, n.AccountID, *key))
+		}
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE run_id = $1`, n.RunID))
+		if err == nil {
+			// This step ran before: the run is open (a retry of this step)
+			// or finished (a later execution of its workflow).
+			run, existing = r, r.Status != "running"
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if key != nil {
+			r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE account_id = $1 AND pipeline_id = $2 AND idempotency_key = $3`, n.AccountID, n.PipelineID, *key))
 			if err == nil {
 				run, existing = r, true
+				if r.RequestHash != n.RequestHash {
+					return ErrRequestMismatch
+				}
 				return nil
 			}
 			if !errors.Is(err, ErrNotFound) {
@@ -86,36 +116,17 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 		}
 		holdID := ""
 		if n.Hold > 0 { // a run without model nodes costs nothing and holds nothing
-			var err error
 			if holdID, err = holdTx(ctx, tx, n.AccountID, n.Hold, "run/"+n.RunID); err != nil {
 				return err
 			}
 		}
 		run, err = scanRun(tx.QueryRow(ctx, `
-			INSERT INTO runs (run_id, pipeline_id, version, account_id, kind, status, idempotency_key, hold_id, inputs, started_at)
-			VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9)
-			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, holdID, n.Inputs, n.StartedAt))
+			INSERT INTO runs (run_id, pipeline_id, version, account_id, kind, status, idempotency_key, workflow_id, request_hash, hold_id, inputs, started_at)
+			VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9, $10, $11)
+			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, n.WorkflowID, n.RequestHash, holdID, n.Inputs, n.StartedAt))
 		return err
 	})
 	return run, existing, err
-}
-
-// AbandonRun undoes StartRun when the run's workflow could not be started:
-// the hold is released and the row removed, so a refused start leaves no
-// half-written run behind.
-func (s *Store) AbandonRun(ctx context.Context, runID string) error {
-	r, err := s.Run(ctx, runID)
-	if err != nil {
-		return err
-	}
-	del := func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `DELETE FROM runs WHERE run_id = $1 AND status = 'running'`, runID)
-		return err
-	}
-	if r.HoldID == "" {
-		return pgx.BeginFunc(ctx, s.pool, del)
-	}
-	return s.Release(ctx, r.HoldID, del)
 }
 
 // Run reads one run.
