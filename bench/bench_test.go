@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,10 +41,34 @@ func TestMain(m *testing.M) {
 	apptest.Main(m, &env)
 }
 
-// latencies collects durations and reports p50/p99 in ms and throughput.
+// latencies collects durations and reports p50/p99 in ms and throughput,
+// and the machine's CPU time per run (every process: the platform,
+// PostgreSQL, the benchmark's callers) from the moment it was made.
 type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
+	mu   sync.Mutex
+	d    []time.Duration
+	busy float64 // machine CPU seconds when measuring began
+}
+
+func newLatencies() *latencies { return &latencies{busy: machineBusy()} }
+
+// machineBusy is the CPU time (seconds, all cores) the machine has spent
+// not idle, from /proc/stat; 0 where there is none.
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy float64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy / 100 // USER_HZ
 }
 
 func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
@@ -56,14 +81,17 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(len(l.d))/elapsed.Seconds(), "runs/s")
+	if l.busy > 0 {
+		b.ReportMetric((machineBusy()-l.busy)*1000/float64(len(l.d)), "cpu-ms/run")
+	}
 }
 
 // BenchmarkTemporalRoundTrip: start a workflow that returns at once and
 // wait for its result — the floor every run stands on.
 func BenchmarkTemporalRoundTrip(b *testing.B) {
 	c := env.Platform.Temporal
-	var lat latencies
 	b.ResetTimer()
+	lat := newLatencies()
 	start := time.Now()
 	for i := range b.N {
 		t0 := time.Now()
@@ -84,10 +112,10 @@ func BenchmarkTemporalRoundTrip(b *testing.B) {
 // compared side by side in one run.
 func BenchmarkTemporalRoundTripParallel(b *testing.B) {
 	c := env.Platform.Temporal
-	var lat latencies
 	var n atomic.Int64
 	b.SetParallelism(4) // × GOMAXPROCS (2) = 8 callers
 	b.ResetTimer()
+	lat := newLatencies()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -113,8 +141,8 @@ func BenchmarkTemporalRoundTripParallel(b *testing.B) {
 // local-echo → output) and poll the statusUrl until success, sequentially.
 func BenchmarkInvoke3Node(b *testing.B) {
 	key, id := threeNodePipeline(b)
-	var lat latencies
 	b.ResetTimer()
+	lat := newLatencies()
 	start := time.Now()
 	for range b.N {
 		lat.add(invokeAndWait(b, key, id))
@@ -125,9 +153,9 @@ func BenchmarkInvoke3Node(b *testing.B) {
 // BenchmarkInvoke3NodeParallel: the same with 8 callers at once.
 func BenchmarkInvoke3NodeParallel(b *testing.B) {
 	key, id := threeNodePipeline(b)
-	var lat latencies
 	b.SetParallelism(4) // × GOMAXPROCS (2) = 8 callers
 	b.ResetTimer()
+	lat := newLatencies()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -187,9 +215,10 @@ func invokeAndWait(b *testing.B, key, id string) time.Duration {
 // pipeline: time to the first content token and to [DONE].
 func BenchmarkChatStream(b *testing.B) {
 	key, id := threeNodePipeline(b)
-	var ttft, total latencies
+	var ttft latencies
 	body := `{"stream":true,"messages":[{"role":"user","content":"How fast does the first token arrive through a durable run?"}]}`
 	b.ResetTimer()
+	total := newLatencies()
 	start := time.Now()
 	for range b.N {
 		t0 := time.Now()
@@ -234,8 +263,8 @@ func BenchmarkTopUpX402(b *testing.B) {
 		b.Fatal(err)
 	}
 	keyHex := hexutil.Encode(crypto.FromECDSA(key))
-	var lat latencies
 	b.ResetTimer()
+	lat := newLatencies()
 	start := time.Now()
 	for range b.N {
 		t0 := time.Now()
