@@ -219,7 +219,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	cfg.Media.HeartbeatTimeout = 3 * time.Second
 	// Two models render at the fake hosted studio, which holds every job
 	// until the test releases it: kine-3.0 on its usual deadline, and
-	// vista-3.1 with a deadline of 2 s (collected for 4 s more), so tests
+	// vista-3.1 with a deadline of 3 s (collected for 6 s more), so tests
 	// see late and abandoned renders.
 	studio := newStudio()
 	cleanups = append(cleanups, studio.close)
@@ -230,7 +230,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 			cfg.Media.Video[i].Provider, cfg.Media.Video[i].Upstream = "queue", "vendor/kine/v3/text-to-video"
 		case "vista-3.1":
 			cfg.Media.Video[i].Provider, cfg.Media.Video[i].Upstream = "queue", "vendor/vista/v3.1"
-			cfg.Media.Video[i].Deadline = 2 * time.Second
+			cfg.Media.Video[i].Deadline = 3 * time.Second
 		}
 	}
 	// A stopped worker is a crashed one here (tests kill workers

@@ -79,6 +79,7 @@ func captureOne(ctx context.Context, c client.Client, dir, typ, id, runID, runSt
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	var acts []string
+	locals := 0
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
@@ -88,6 +89,16 @@ func captureOne(ctx context.Context, c client.Client, dir, typ, id, runID, runSt
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && !slices.Contains(acts, a.GetActivityType().GetName()) {
 			acts = append(acts, a.GetActivityType().GetName())
 		}
+		// Local activities and versions leave markers, not scheduled
+		// activities: they are part of the shape too.
+		switch ev.GetMarkerRecordedEventAttributes().GetMarkerName() {
+		case "LocalActivity":
+			locals++
+		case "Version":
+			if !slices.Contains(acts, "version") {
+				acts = append(acts, "version")
+			}
+		}
 	}
 	slices.Sort(acts)
 	if in := h.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(); len(in) > 0 &&
@@ -95,6 +106,9 @@ func captureOne(ctx context.Context, c client.Client, dir, typ, id, runID, runSt
 		runStatus += "-sealed"
 	}
 	shape := typ + "/" + runStatus + "/" + strings.Join(acts, ",")
+	if locals > 0 {
+		shape += fmt.Sprintf("/local:%d", locals)
+	}
 	sum := sha256.Sum256([]byte(shape))
 	path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.json", strings.ToLower(typ), runStatus, hex.EncodeToString(sum[:4])))
 	if _, err := os.Stat(path); err == nil {
