@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,33 +43,56 @@ func TestMain(m *testing.M) {
 }
 
 // latencies collects durations and reports p50/p99 in ms and throughput,
-// and the machine's CPU time per run (every process: the platform,
-// PostgreSQL, the benchmark's callers) from the moment it was made.
+// and the CPU time per run the platform spent from the moment it was made:
+// this process (API, worker, Temporal server, the benchmark's callers) and
+// its PostgreSQL, counted per process so other work on the machine does
+// not blur it.
 type latencies struct {
-	mu   sync.Mutex
-	d    []time.Duration
-	busy float64 // machine CPU seconds when measuring began
+	mu  sync.Mutex
+	d   []time.Duration
+	cpu float64 // platform CPU seconds when measuring began
 }
 
-func newLatencies() *latencies { return &latencies{busy: machineBusy()} }
+func newLatencies() *latencies { return &latencies{cpu: platformCPU()} }
 
-// machineBusy is the CPU time (seconds, all cores) the machine has spent
-// not idle, from /proc/stat; 0 where there is none.
-func machineBusy() float64 {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
+// platformCPU is the CPU time (seconds) of this process and every process
+// it started (PostgreSQL and its backends), from /proc.
+func platformCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	total := float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	parents := map[int]int{} // pid → ppid
+	ticks := map[int]float64{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the command (which may hold spaces): state ppid … utime stime.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		parents[pid], ticks[pid] = ppid, ut+st
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	var busy float64
-	for i, v := range f[1:] {
-		n, _ := strconv.ParseFloat(v, 64)
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
+	self := os.Getpid()
+	for pid := range parents {
+		for p := parents[pid]; p > 1; p = parents[p] {
+			if p == self {
+				total += ticks[pid] / 100 // USER_HZ
+				break
+			}
 		}
 	}
-	return busy / 100 // USER_HZ
+	return total
 }
 
 func (l *latencies) add(d time.Duration) { l.mu.Lock(); l.d = append(l.d, d); l.mu.Unlock() }
@@ -81,9 +105,7 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(len(l.d))/elapsed.Seconds(), "runs/s")
-	if l.busy > 0 {
-		b.ReportMetric((machineBusy()-l.busy)*1000/float64(len(l.d)), "cpu-ms/run")
-	}
+	b.ReportMetric((platformCPU()-l.cpu)*1000/float64(len(l.d)), "cpu-ms/run")
 }
 
 // BenchmarkTemporalRoundTrip: start a workflow that returns at once and
