@@ -234,7 +234,8 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		}
 	}
 	// A stopped worker is a crashed one here (tests kill workers
-	// mid-render); draining on stop is the production default.
+	// mid-render); draining on stop is the production default, which
+	// StartDrainingWorker gives a test.
 	cfg.Temporal.StopTimeout = 0
 	// Every payload the tests' workflows write is sealed, as in production;
 	// when histories are captured, with the key kept beside them so the
@@ -293,7 +294,34 @@ func (e *Env) StartWorker() error {
 	return nil
 }
 
-// StopWorker stops the worker, as a crash or a deploy would.
+// StartDrainingWorker starts the real worker (no-op when one runs) with
+// temporal.stop_timeout set to stopTimeout, as production sets it: the
+// next StopWorker then stops polling and waits up to stopTimeout for the
+// running activities to finish before cancelling them, as a deploy does,
+// where the harness's own worker (stop timeout 0) is stopped like a crash.
+// After that stop, StartWorker starts the harness's usual worker again.
+func (e *Env) StartDrainingWorker(stopTimeout time.Duration) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker != nil {
+		return nil
+	}
+	// The platform's worker reads its settings from the configuration:
+	// hand it a copy of both that differs only in the stop timeout.
+	cfg := *e.Config
+	cfg.Temporal.StopTimeout = stopTimeout
+	p := *e.Platform
+	p.Config = &cfg
+	w, err := p.StartWorker(context.Background())
+	if err != nil {
+		return err
+	}
+	e.worker = w
+	return nil
+}
+
+// StopWorker stops the worker, as a crash or a deploy would (see
+// StartDrainingWorker); it returns when the worker has stopped.
 func (e *Env) StopWorker() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
