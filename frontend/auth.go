@@ -11,6 +11,13 @@ import (
 
 const principalKey = "conduit.principal"
 
+// The tool server and its HTTP mirror (issue #16). Their routes live
+// elsewhere; their refusals carry OAuth challenges (errors.go).
+const (
+	MCPPath   = "/api/mcp"
+	ToolsPath = "/api/v1/tools"
+)
+
 // authenticate resolves the bearer key; every route behind it has a caller.
 func (s *Server) authenticate(c *gin.Context) {
 	p, err := s.deps.Accounts.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
@@ -20,6 +27,9 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Set(principalKey, p)
 	log := logging.From(c.Request.Context()).With("account_id", p.AccountID, "key_id", p.KeyID)
+	if p.OAuth != nil {
+		log = log.With("oauth_client", p.OAuth.ClientID)
+	}
 	c.Request = c.Request.WithContext(logging.With(c.Request.Context(), log))
 	c.Next()
 }
@@ -27,8 +37,13 @@ func (s *Server) authenticate(c *gin.Context) {
 // requireScope admits only keys holding scope (403 otherwise).
 func requireScope(scope string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if !principal(c).Has(scope) {
-			writeError(c, errorf(http.StatusForbidden, "this API key lacks the %s permission", scope))
+		if p := principal(c); !p.Has(scope) {
+			what := "API key"
+			if p.ViaOAuth() {
+				what = "access token"
+			}
+			bearerChallenge(c, scope)
+			writeError(c, errorf(http.StatusForbidden, "this %s lacks the %s permission", what, scope))
 			return
 		}
 		c.Next()
