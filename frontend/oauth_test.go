@@ -488,7 +488,11 @@ func TestOAuthRefusals(t *testing.T) {
 	if oauthErrorCode(err) != "invalid_target" {
 		t.Fatalf("token for another resource: %v", err)
 	}
+	// That refusal changed nothing: the code still works.
+	a.exchange(t, az, code)
 	// A wrong verifier is refused (and uses the code up).
+	az = a.start()
+	code = codeFrom(t, az, decide(t, b, consentPage(t, b, az, email, password), "approve"))
 	if _, err := a.cfg.Exchange(context.Background(), code, oauth2.VerifierOption(oauth2.GenerateVerifier())); oauthErrorCode(err) != "invalid_grant" {
 		t.Fatalf("wrong PKCE verifier: %v", err)
 	}
