@@ -7,16 +7,14 @@ import (
 
 	"conduit/internal/accounts"
 	"conduit/internal/logging"
+	"conduit/internal/oauth"
 )
 
 const principalKey = "conduit.principal"
 
-// The tool server and its HTTP mirror (issue #16). Their routes live
-// elsewhere; their refusals carry OAuth challenges (errors.go).
-const (
-	MCPPath   = "/api/mcp"
-	ToolsPath = "/api/v1/tools"
-)
+// The paths whose refusals carry OAuth challenges (errors.go): the tool
+// server and its HTTP mirror, whose routes are mounted elsewhere.
+var challengedPaths = []string{oauth.ResourcePath, "/api/v1/tools"}
 
 // authenticate resolves the bearer key; every route behind it has a caller.
 func (s *Server) authenticate(c *gin.Context) {

@@ -29,9 +29,9 @@ func TestBearerChallengeOnToolServerPaths(t *testing.T) {
 		c.Set(principalKey, accounts.Principal{AccountID: "acct_x", Scopes: []string{"pipelines:read"}})
 		c.Next()
 	}
-	r.POST(MCPPath, s.authenticate, ok)
-	r.POST(ToolsPath+"/:name", s.authenticate, ok)
-	r.POST(ToolsPath+"/scoped/:name", asCaller, requireScope("pipelines:run"), ok)
+	r.POST("/api/mcp", s.authenticate, ok)
+	r.POST("/api/v1/tools/:name", s.authenticate, ok)
+	r.POST("/api/v1/tools/scoped/:name", asCaller, requireScope("pipelines:run"), ok)
 	r.GET("/api/account/balance", s.authenticate, ok)
 
 	meta := `resource_metadata="https://api.example.test/.well-known/oauth-protected-resource/api/mcp"`

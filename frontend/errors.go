@@ -194,12 +194,15 @@ const challengeKey = "conduit.bearerChallenge"
 // error="insufficient_scope" and the scope (RFC 6750 §3.1). An assistant
 // that knows only the server's URL starts its OAuth flow from there.
 func (s *Server) challenged(c *gin.Context) {
-	if p := c.Request.URL.Path; p == MCPPath || strings.HasPrefix(p, MCPPath+"/") || p == ToolsPath || strings.HasPrefix(p, ToolsPath+"/") {
-		meta := ""
-		if s.deps.OAuth != nil {
-			meta = s.deps.OAuth.ResourceMetadataURL()
+	for _, prefix := range challengedPaths {
+		if p := c.Request.URL.Path; p == prefix || strings.HasPrefix(p, prefix+"/") {
+			meta := ""
+			if s.deps.OAuth != nil {
+				meta = s.deps.OAuth.ResourceMetadataURL()
+			}
+			c.Set(challengeKey, meta)
+			break
 		}
-		c.Set(challengeKey, meta)
 	}
 	c.Next()
 }
