@@ -212,6 +212,10 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	}
 	// Every test calls from 127.0.0.1; the limit itself has its own tests.
 	cfg.X402.RateLimit = "100000-M"
+	cfg.SignIn.RateLimit = "100000-M"
+	cfg.OAuth.RegisterRateLimit = "100000-M"
+	// OAuth on, with a fresh secret.
+	cfg.OAuth.Secret = hexutil.Encode(crypto.Keccak256([]byte("oauth " + dir)))
 	// Pay-per-call: a fresh signing secret, files under the test folder,
 	// fast heartbeats so a killed worker's render moves on quickly.
 	cfg.Media.Secret = hexutil.Encode(crypto.Keccak256([]byte(dir)))
@@ -465,6 +469,28 @@ func (e *Env) NewAccount(t testing.TB, scopes ...string) (accountID, key string)
 		t.Fatal(err)
 	}
 	return acct.ID, plain
+}
+
+// NewLogin opens a fresh account with an email sign-in whose login may
+// grant scopes (every scope when none are named), and returns the
+// account, the email and the password.
+func (e *Env) NewLogin(t testing.TB, scopes ...string) (accountID, email, password string) {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := e.Platform.Accounts().CreateAccount(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var perms []string
+	if len(scopes) > 0 {
+		perms = scopes
+	}
+	email = strings.ToLower(strings.ReplaceAll(acct.ID, "_", "-")) + "@test.conduit.local"
+	password = "pw-" + acct.ID + "-long-enough"
+	if _, err := e.Platform.Humans().CreateLogin(ctx, acct.ID, email, password, perms); err != nil {
+		t.Fatal(err)
+	}
+	return acct.ID, email, password
 }
 
 // Bearer is the Authorization header pair for Do.

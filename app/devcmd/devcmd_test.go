@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,6 +127,25 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	// A published pipeline on the built-in local model, to call after the
 	// restart.
 	pipeline := publishEcho(t, api, devKey)
+
+	// The dev login is printed and kept in the data folder, and signs in.
+	devPassword := readKey(t, filepath.Join(dataDir, "dev-login-password"))
+	if !strings.Contains(banner, "dev login     dev@conduit.local / "+devPassword) {
+		t.Errorf("the banner does not show the dev login:\n%s", banner)
+	}
+	if !signsIn(t, api, "dev@conduit.local", devPassword) {
+		t.Fatal("the dev login does not sign in")
+	}
+	// account create -email takes the password from the environment or
+	// standard input, never a flag.
+	out = runCLIWith(t, bin, dbURL, []string{"CONDUIT_ACCOUNT_PASSWORD=ops password from env"}, "", "account", "create", "-name", "ops2", "-email", "Ops2@Example.com")
+	if !regexp.MustCompile(`login login_[0-9a-f]+: ops2@example.com signs in`).MatchString(out) || !signsIn(t, api, "ops2@example.com", "ops password from env") {
+		t.Fatalf("account create -email (env):\n%s", out)
+	}
+	out = runCLIWith(t, bin, dbURL, nil, "ops password from stdin\n", "account", "create", "-name", "ops3", "-email", "ops3@example.com")
+	if !signsIn(t, api, "ops3@example.com", "ops password from stdin") {
+		t.Fatalf("account create -email (stdin):\n%s", out)
+	}
 	stop()
 
 	// Second start on the same data folder. #14 item 7: the first workflow
@@ -161,6 +183,10 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	}
 	if code := httpGet(t, api+"/healthz"); code != http.StatusOK {
 		t.Fatalf("healthz after restart: %d", code)
+	}
+	// The dev login keeps its password across restarts.
+	if !signsIn(t, api, "dev@conduit.local", readKey(t, filepath.Join(dataDir, "dev-login-password"))) {
+		t.Fatal("the dev login does not sign in after the restart")
 	}
 }
 
@@ -303,8 +329,17 @@ func balanceOf(t *testing.T, api, key string) string {
 
 func runCLI(t *testing.T, bin, dbURL string, args ...string) string {
 	t.Helper()
+	return runCLIWith(t, bin, dbURL, nil, "", args...)
+}
+
+// runCLIWith runs the binary with more environment and standard input.
+func runCLIWith(t *testing.T, bin, dbURL string, env []string, stdin string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
+	// Only what the test names: never a password from the caller's shell.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(v string) bool { return strings.HasPrefix(v, "CONDUIT_ACCOUNT_PASSWORD=") })
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdin = strings.NewReader(stdin)
 	if dbURL != "" {
 		cmd.Env = append(cmd.Env, "CONDUIT_DATABASE_URL="+dbURL)
 	}
@@ -313,6 +348,30 @@ func runCLI(t *testing.T, bin, dbURL string, args ...string) string {
 		t.Fatalf("%v: %v\n%s", args, err, out)
 	}
 	return string(out)
+}
+
+// signsIn goes through the sign-in form as a browser would and reports
+// whether it ended signed in.
+func signsIn(t *testing.T, api, email, password string) bool {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(api + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("sign-in page: %s", page)
+	}
+	resp, err = c.PostForm(api+"/signin", url.Values{"csrf": {string(m[1])}, "email": {email}, "password": {password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusSeeOther && strings.Contains(strings.Join(resp.Header.Values("Set-Cookie"), ";"), "conduit_session=")
 }
 
 // TestDevCommandRefusesBusyPort: a taken port fails fast with one sentence.
