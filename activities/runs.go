@@ -59,6 +59,8 @@ type OpenedRun struct {
 	// Insufficient: the balance cannot cover the hold; Balance is it.
 	Insufficient bool
 	Balance      money.Micros
+	// Expired: too late to admit (store.NewRun.AdmitBy); nothing written.
+	Expired bool
 }
 
 // Open writes the run and holds its credit (store.StartRun). It is the
@@ -74,6 +76,8 @@ func (r *Runs) Open(ctx context.Context, in OpenRunInput) (OpenedRun, error) {
 		return OpenedRun{Insufficient: true, Balance: bal}, nil
 	case errors.Is(err, store.ErrRequestMismatch):
 		return OpenedRun{RunID: run.RunID, Conflict: true}, nil
+	case errors.Is(err, store.ErrAdmissionExpired):
+		return OpenedRun{Expired: true}, nil
 	case err != nil:
 		return OpenedRun{}, err
 	}
