@@ -257,6 +257,25 @@ func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 		admission = &RunAdmission{Expired: true}
 		return st, nil
 	}
+	if adm.Existing && adm.RunID == in.RunID && r.recorded != nil {
+		// This request's own run, already finished: by this execution in
+		// a workflow task whose worker died before completing it (the
+		// admission step ran again and found the run finished), or by an
+		// earlier execution that the API's retry of the same request
+		// replaced. It is the caller's run, not another request's: answer
+		// it so, and end with its recorded outcome, so that whoever awaits
+		// this workflow's result (chat completions) gets the run and not
+		// an empty duplicate. (Which of the two happened cannot be told
+		// here, so the execution is labelled a duplicate.)
+		st := r.recordedState(adm.Status)
+		adm.Existing = false
+		if st.Error == LateAdmissionError {
+			adm = RunAdmission{Expired: true} // withdrawn: see AnswerWithin
+		}
+		admission = &adm
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusDuplicate))
+		return st, nil
+	}
 	admission = &adm
 	if !adm.Accepted || adm.Existing {
 		status := StatusRefused
@@ -298,6 +317,7 @@ func (r *runner) admit(ctx workflow.Context) (RunAdmission, error) {
 	if err := workflow.ExecuteLocalActivity(r.shortCtx(ctx), ActOpenRun, activities.OpenRunInput{Run: n}).Get(ctx, &opened); err != nil {
 		return RunAdmission{}, err
 	}
+	r.recorded = opened.Recorded
 	switch {
 	case opened.Expired:
 		return RunAdmission{Expired: true}, nil
@@ -315,6 +335,19 @@ func (r *runner) admit(ctx workflow.Context) (RunAdmission, error) {
 // that task's age behind (the SDK starts a new task for a long one).
 func (r *runner) since(ctx workflow.Context) time.Duration {
 	return workflow.Now(ctx).Sub(r.in.StartedAt)
+}
+
+// recordedState is the state of a run that had already finished when its
+// admission step ran (r.recorded), as it was recorded.
+func (r *runner) recordedState(status string) RunState {
+	rec := r.recorded
+	st := RunState{RunID: r.in.RunID, Status: status, Outputs: rec.Outputs, PromptTokens: rec.PromptTokens,
+		CompletionTokens: rec.CompletionTokens, Cost: rec.Cost, Error: rec.Error}
+	_ = json.Unmarshal(rec.Nodes, &st.Nodes)
+	if st.Outputs == nil {
+		st.Outputs = map[string]string{}
+	}
+	return st
 }
 
 // withdraw ends a run admitted too late for its caller before it runs:
@@ -358,6 +391,9 @@ type runner struct {
 	bytes int
 	// local: short steps and inline model calls run as local activities.
 	local bool
+	// recorded is the outcome of a run that had already finished when its
+	// admission step ran.
+	recorded *activities.RecordedRun
 	// version is the workflow's version of admission-in-workflow: 1 judges
 	// a late admission before its step, 2 in it (store.NewRun.AdmitBy) and
 	// holds runs without an Idempotency-Key to AnswerWithin.

@@ -208,3 +208,57 @@ func TestUnkeyedAdmissionCompletedLateIsWithdrawn(t *testing.T) {
 		t.Fatalf("the waiting caller was answered %+v", answer)
 	}
 }
+
+// When the admission step finds the workflow's own run already finished
+// (its worker died after finishing the run within the admission's
+// workflow task, and the task ran again), the run is not run again: the
+// caller is answered with its run (not as a replay of another request)
+// and the workflow ends with the run's recorded outcome, which chat
+// completions read.
+func TestOwnRunFoundFinishedEndsWithItsRecord(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
+	env.RegisterActivityWithOptions((&activities.Models{}).Generate, activity.RegisterOptions{Name: ActGenerate})
+	env.RegisterActivityWithOptions((&activities.Runs{}).Finish, activity.RegisterOptions{Name: ActFinishRun})
+	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(activities.OpenedRun{RunID: "r1", Status: StatusSuccess, Existing: true,
+		Recorded: &activities.RecordedRun{Outputs: map[string]string{"a": "A x", "b": "B x"}, Nodes: json.RawMessage(`[{"id":"a","type":"model","status":"success"}]`),
+			PromptTokens: 4, CompletionTokens: 4, Cost: 7}}, nil)
+	ran := false
+	env.OnActivity(ActGenerate, mock.Anything, mock.Anything).Return(func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error) {
+		ran = true
+		return activities.GenerateOutput{}, nil
+	})
+	env.OnActivity(ActFinishRun, mock.Anything, mock.Anything).Return(func(context.Context, store.RunResult) error {
+		ran = true
+		return nil
+	})
+	var answer RunAdmission
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(AdmissionUpdate, "caller", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { t.Errorf("update rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				answer = v.(RunAdmission)
+			},
+		}, RunRequest{RunID: "r1"})
+	}, 0)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0)
+	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), Inputs: map[string]string{"q": "x"},
+		Held: 100, ModelTimeout: time.Minute, ModelAttempts: 2, StartedAt: t0})
+	var st RunState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if ran || st.Status != StatusSuccess || st.Outputs["a"] != "A x" || st.Cost != 7 || st.PromptTokens != 4 || len(st.Nodes) != 1 {
+		t.Fatalf("ran=%v %+v", ran, st)
+	}
+	if !answer.Accepted || answer.Existing || answer.RunID != "r1" || answer.Status != StatusSuccess {
+		t.Fatalf("the caller was answered %+v", answer)
+	}
+}
