@@ -108,7 +108,9 @@ func runRequestHash(kind string, inputs map[string]string) string {
 }
 
 // admitWait is how long a caller waits for its run to be admitted; the
-// workflow itself refuses to admit later than workflows.AdmitWithin.
+// workflow itself refuses to admit later than workflows.AdmitWithin, and
+// a run without an Idempotency-Key later than workflows.AnswerWithin,
+// well inside this wait: such a caller's 503 says nothing was charged.
 const admitWait = 30 * time.Second
 
 // startRun starts the run's workflow and waits for its admission, its
