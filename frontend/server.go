@@ -19,6 +19,8 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/models"
 	"conduit/internal/payments"
+	"conduit/internal/pipelines"
+	"conduit/internal/runs"
 	"conduit/internal/store"
 )
 
@@ -45,6 +47,8 @@ const ChatPath = "/api/pipelines/:id/chat/completions"
 // Server is the API server.
 type Server struct {
 	deps       Deps
+	pipes      *pipelines.Service
+	runs       *runs.Service
 	router     *gin.Engine
 	wallets    *limiter.Limiter
 	deliveries *deliveries
@@ -57,6 +61,9 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
 	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
+	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog}
+	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs,
+		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL()}
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()
 	r := gin.New()
