@@ -11,19 +11,21 @@ import (
 // Balance is an account's spendable credit as its owner sees it (spec
 // §2.6): the balance endpoint and the get_credit_balance tool answer it.
 type Balance struct {
+	// Fields in alphabetical order: the answer's bytes are the same as
+	// when the endpoint wrote a map.
 	BalanceUSD money.Micros `json:"balanceUsd" jsonschema:"spendable credit in USD (credit held by running work is not in it)"`
+	TopUpURL   string       `json:"topUpUrl" jsonschema:"the page where a human buys credit"`
 	// TypicalVideoChargeUSD is the price of a video request that sets
 	// only a prompt (the default model at its shortest length).
 	TypicalVideoChargeUSD money.Micros `json:"typicalVideoChargeUsd" jsonschema:"the price of a typical video request, in USD"`
-	TopUpURL              string       `json:"topUpUrl" jsonschema:"the page where a human buys credit"`
 	X402                  *TopUpOffer  `json:"x402,omitempty" jsonschema:"agent top-up by x402 payment; present only where this deployment enables it"`
 }
 
 // TopUpOffer is how an agent tops up with an x402 payment.
 type TopUpOffer struct {
-	URL             string       `json:"url"`
-	TopUpPerCallUSD money.Micros `json:"topUpPerCallUsd"`
 	Network         string       `json:"network"`
+	TopUpPerCallUSD money.Micros `json:"topUpPerCallUsd"`
+	URL             string       `json:"url"`
 }
 
 // Balance reads account's balance; the x402 offer appears only when agent

@@ -265,25 +265,28 @@ func (s *Service) Owned(ctx context.Context, p store.Pipeline, runID string) (st
 	return r, err
 }
 
+// The records' fields are in alphabetical order: the answers' bytes are
+// the same as when the endpoints wrote maps.
+
 // Usage is a finished run's token counts and cost.
 type Usage struct {
-	Prompt     int          `json:"prompt"`
 	Completion int          `json:"completion"`
-	Total      int          `json:"total"`
 	CostUSD    money.Micros `json:"costUsd" jsonschema:"what the run was charged, in USD; 0 unless it succeeded"`
+	Prompt     int          `json:"prompt"`
+	Total      int          `json:"total"`
 }
 
 // Node is one node's progress or trace.
 type Node struct {
-	ID               string        `json:"id"`
-	Type             string        `json:"type"`
-	Status           string        `json:"status" jsonschema:"pending, running, success, error or skipped"`
-	Error            string        `json:"error,omitempty"`
-	StartedAt        *time.Time    `json:"startedAt,omitempty"`
-	FinishedAt       *time.Time    `json:"finishedAt,omitempty"`
-	PromptTokens     int           `json:"promptTokens,omitempty"`
 	CompletionTokens int           `json:"completionTokens,omitempty"`
 	CostUSD          *money.Micros `json:"costUsd,omitempty" jsonschema:"what the node's model call cost, in USD"`
+	Error            string        `json:"error,omitempty"`
+	FinishedAt       *time.Time    `json:"finishedAt,omitempty"`
+	ID               string        `json:"id"`
+	PromptTokens     int           `json:"promptTokens,omitempty"`
+	StartedAt        *time.Time    `json:"startedAt,omitempty"`
+	Status           string        `json:"status" jsonschema:"pending, running, success, error or skipped"`
+	Type             string        `json:"type"`
 }
 
 // Record is the run record of spec §2.2: running runs carry runId,
@@ -291,18 +294,18 @@ type Node struct {
 // ones add finishedAt, durationMs, usage and outputs (long texts
 // truncated, listed in truncatedOutputs), and error when a node failed.
 type Record struct {
-	RunID            string            `json:"runId"`
-	Status           string            `json:"status" jsonschema:"running, success, error or partial"`
-	Version          int               `json:"version" jsonschema:"the published version that served the run"`
-	Kind             string            `json:"kind,omitempty" jsonschema:"how the run was started: invoke, chat or tool"`
-	StartedAt        string            `json:"startedAt"`
-	FinishedAt       string            `json:"finishedAt,omitempty"`
 	DurationMs       *int64            `json:"durationMs,omitempty"`
-	Usage            *Usage            `json:"usage,omitempty"`
-	Outputs          map[string]string `json:"outputs,omitzero" jsonschema:"keyed by output key, once finished"`
-	TruncatedOutputs []string          `json:"truncatedOutputs,omitempty" jsonschema:"output keys whose text was cut"`
 	Error            string            `json:"error,omitempty" jsonschema:"the failing node and its error"`
+	FinishedAt       string            `json:"finishedAt,omitempty"`
+	Kind             string            `json:"kind,omitempty" jsonschema:"how the run was started: invoke (REST or run_pipeline) or chat"`
 	Nodes            []Node            `json:"nodes,omitempty" jsonschema:"per-node progress (running) or trace (finished)"`
+	Outputs          map[string]string `json:"outputs,omitzero" jsonschema:"keyed by output key, once finished"`
+	RunID            string            `json:"runId"`
+	StartedAt        string            `json:"startedAt"`
+	Status           string            `json:"status" jsonschema:"running, success, error or partial"`
+	TruncatedOutputs []string          `json:"truncatedOutputs,omitempty" jsonschema:"output keys whose text was cut"`
+	Usage            *Usage            `json:"usage,omitempty"`
+	Version          int               `json:"version" jsonschema:"the published version that served the run"`
 }
 
 // Record is r's record as callers see it.
