@@ -202,7 +202,7 @@ func TestMCPAuthorPublishRunInspect(t *testing.T) {
 
 	// Estimate before running: a range from the prompts' real tokens up to
 	// the hold.
-	est := toolOK(t, cs, "estimate_run_cost", map[string]any{"pipelineId": id, "inputs": map[string]any{"question": "hello there, model"}})
+	est := toolOK(t, cs, "estimate_run_cost", map[string]any{"pipelineId": id, "inputs": map[string]any{"question": "hello there, model: echo this back slowly, one token at a time"}})
 	minUSD, maxUSD := usd(est["minUsd"]), usd(est["maxUsd"])
 	if minUSD <= 0 || minUSD >= maxUSD || est["affordable"] != true || len(est["nodes"].([]any)) != 2 || est["version"] != float64(1) {
 		t.Fatalf("estimate: %v", est)
@@ -210,8 +210,8 @@ func TestMCPAuthorPublishRunInspect(t *testing.T) {
 
 	// Run and wait: progress notifications per node while it runs, the
 	// finished record in the answer.
-	run := toolOK(t, cs, "run_pipeline", map[string]any{"pipelineId": id, "inputs": map[string]any{"question": "hello there, model"}, "waitSeconds": 60}, "run-1")
-	if run["status"] != "success" || run["outputs"].(map[string]any)["answer"] != "Echo: hello there, model" || run["version"] != float64(1) {
+	run := toolOK(t, cs, "run_pipeline", map[string]any{"pipelineId": id, "inputs": map[string]any{"question": "hello there, model: echo this back slowly, one token at a time"}, "waitSeconds": 60}, "run-1")
+	if run["status"] != "success" || run["outputs"].(map[string]any)["answer"] != "Echo: hello there, model: echo this back slowly, one token at a time" || run["version"] != float64(1) {
 		t.Fatalf("run: %v", run)
 	}
 	cost := usd(run["usage"].(map[string]any)["costUsd"])
