@@ -40,6 +40,13 @@ func (p *progressLog) all() []*mcp.ProgressNotificationParams {
 // HTTP, authenticated with key.
 func connectMCP(t *testing.T, key string, progress *progressLog) *mcp.ClientSession {
 	t.Helper()
+	return connectMCPAt(t, key, progress, "")
+}
+
+// connectMCPAt asks for a protocol revision: "" for the client's latest
+// (sessionless, 2026-07-28), "2025-11-25" for the last one with sessions.
+func connectMCPAt(t *testing.T, key string, progress *progressLog, version string) *mcp.ClientSession {
+	t.Helper()
 	opts := &mcp.ClientOptions{}
 	if progress != nil {
 		opts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -52,9 +59,12 @@ func connectMCP(t *testing.T, key string, progress *progressLog) *mcp.ClientSess
 	transport := &mcp.StreamableClientTransport{Endpoint: env.URL + "/api/mcp", HTTPClient: &http.Client{Transport: bearerTransport{key}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, transport, nil)
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connecting to /api/mcp: %v", err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("negotiated protocol %s, asked for %s", got, version)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
@@ -143,11 +153,21 @@ func chainGraph(system string) map[string]any {
 // official Go MCP client: list tools, author, validate, publish, run
 // (waiting, with progress), inspect, page, publish v2, roll back,
 // estimate, read the balance, mint a key and use it.
+// Both protocol eras: the sessionless revision the client prefers, and
+// the last revision with sessions.
 func TestMCPAuthorPublishRunInspect(t *testing.T) {
+	t.Run("latest", func(t *testing.T) { mcpLifecycle(t, "") })
+	t.Run("2025-11-25", func(t *testing.T) { mcpLifecycle(t, "2025-11-25") })
+}
+
+func mcpLifecycle(t *testing.T, version string) {
 	acct, key := env.NewAccount(t)
 	progress := &progressLog{}
-	cs := connectMCP(t, key, progress)
+	cs := connectMCPAt(t, key, progress, version)
 	ctx := context.Background()
+	if got := cs.InitializeResult().ProtocolVersion; version == "" && got != "2026-07-28" {
+		t.Fatalf("the client's latest revision negotiated %s", got)
+	}
 
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -377,7 +397,7 @@ func TestMCPToolErrors(t *testing.T) {
 // presenting its id is refused, and no key at all is a 401.
 func TestMCPSessionsBelongToTheirAccount(t *testing.T) {
 	_, key := env.NewAccount(t)
-	cs := connectMCP(t, key, nil)
+	cs := connectMCPAt(t, key, nil, "2025-11-25")
 	if cs.ID() == "" {
 		t.Fatal("no session id: the server should keep sessions")
 	}

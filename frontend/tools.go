@@ -29,12 +29,20 @@ const (
 	toolServerVersion = "3.0.0"
 )
 
-// toolServer is the MCP side: the SDK's streamable HTTP handler (sessions,
-// JSON and SSE answers) over one server holding every tool.
+// toolServer is the MCP side: the SDK's streamable HTTP handlers over one
+// server holding every tool. Clients on the sessionless protocol revision
+// (2026-07-28 and later: every request carries its protocol version) are
+// served statelessly, as that revision requires; earlier clients (through
+// 2025-11-25) open a session with initialize and keep it, as theirs does.
+// Both answer in JSON or in SSE (progress notifications).
 type toolServer struct {
-	server  *mcp.Server
-	handler http.Handler
+	server    *mcp.Server
+	sessions  http.Handler
+	stateless http.Handler
 }
+
+// sessionlessRevision is the first protocol revision without sessions.
+const sessionlessRevision = "2026-07-28"
 
 type principalCtxKey struct{}
 
@@ -47,7 +55,7 @@ func (s *Server) newToolServer(d Deps) {
 		},
 	})
 	server := s.tools.MCPServer(toolServerVersion)
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
+	opts := mcp.StreamableHTTPOptions{
 		SessionTimeout: mcpSessionIdle,
 		// Every request carries its bearer credential, which a page that
 		// rebinds a DNS name to the loopback cannot add; the Host check
@@ -55,7 +63,13 @@ func (s *Server) newToolServer(d Deps) {
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        maxBody,
 		Logger:                     d.Log.With("component", "mcp"),
-	})
+	}
+	sessions := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &opts)
+	statelessOpts := opts
+	// A client that hangs up cancels its call (a waiting run_pipeline
+	// stops waiting; the run itself goes on).
+	statelessOpts.Stateless, statelessOpts.PropagateRequestCancellation = true, true
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &statelessOpts)
 	// authenticate has already resolved this request's caller; the SDK's
 	// bearer middleware hands it on as the request's TokenInfo, which binds
 	// a new session to the account and reaches every tool call.
@@ -66,8 +80,8 @@ func (s *Server) newToolServer(d Deps) {
 		}
 		return tools.TokenInfo(p), nil
 	}
-	s.mcp = &toolServer{server: server,
-		handler: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)}
+	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	s.mcp = &toolServer{server: server, sessions: bearer(sessions), stateless: bearer(stateless)}
 }
 
 // serveMCP: GET, POST and DELETE /api/mcp, as the authenticated caller.
@@ -75,7 +89,11 @@ func (s *Server) newToolServer(d Deps) {
 // session, every request acts with its own credentials and scopes.
 func (s *Server) serveMCP(c *gin.Context) {
 	ctx := context.WithValue(c.Request.Context(), principalCtxKey{}, principal(c))
-	s.mcp.handler.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
+	h := s.mcp.sessions
+	if c.Request.Method == http.MethodPost && c.GetHeader("Mcp-Session-Id") == "" && c.GetHeader("Mcp-Protocol-Version") >= sessionlessRevision {
+		h = s.mcp.stateless
+	}
+	h.ServeHTTP(c.Writer, c.Request.WithContext(ctx))
 }
 
 // closeSessions ends every open MCP session, so their streams end and a
