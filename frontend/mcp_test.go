@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"conduit/internal/accounts"
 	"conduit/internal/money"
 )
 
@@ -396,7 +397,7 @@ func TestMCPToolErrors(t *testing.T) {
 // A session belongs to the account that opened it: another account's key
 // presenting its id is refused, and no key at all is a 401.
 func TestMCPSessionsBelongToTheirAccount(t *testing.T) {
-	_, key := env.NewAccount(t)
+	acct, key := env.NewAccount(t)
 	cs := connectMCPAt(t, key, nil, "2025-11-25")
 	if cs.ID() == "" {
 		t.Fatal("no session id: the server should keep sessions")
@@ -413,4 +414,19 @@ func TestMCPSessionsBelongToTheirAccount(t *testing.T) {
 	}
 	// The owner's session still works.
 	toolOK(t, cs, "list_pipelines", map[string]any{})
+
+	// Within the session, each request acts with its own key: a weaker
+	// key of the same account gets its own scopes, not the session's.
+	_, weaker, err := env.Platform.Accounts().CreateKey(context.Background(), acct, accounts.KeyRequest{Name: "weaker", Permissions: []string{"pipelines:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"create_pipeline","arguments":{"name":"x"}}}`
+	r = env.Do(t, http.MethodPost, "/api/mcp", call, append(headers, "Authorization", "Bearer "+weaker)...)
+	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"isError":true`) || !strings.Contains(string(r.Body), "lacks the pipelines:write permission") {
+		t.Fatalf("a weaker key in the session: %d %s", r.Status, r.Body)
+	}
+	if l := toolOK(t, cs, "list_pipelines", map[string]any{}); len(l["pipelines"].([]any)) != 0 {
+		t.Fatalf("the weaker key created a pipeline: %v", l)
+	}
 }
