@@ -74,6 +74,9 @@ type Image struct {
 type Config struct {
 	CPUCount  int `json:"cpuCount"`
 	MemoryMiB int `json:"memoryMiB"`
+	// Port is the port the application listens on inside the enclave; it is given to the
+	// application as PORT. Zero means 8080. Instance.Addr is where it is reachable from outside.
+	Port int `json:"port"`
 	// Env is added after the image's environment; a later KEY wins.
 	Env []string `json:"env"`
 }
@@ -83,6 +86,9 @@ type Instance struct {
 	ID string `json:"id"`
 	// Addr is the loopback address (host:port) at which the application's port is reachable.
 	Addr string `json:"addr"`
+	// NetworkIsolated says whether the enclave has a network of its own, reachable only through
+	// Addr; false means it shares the host's network (a provider's documented fallback).
+	NetworkIsolated bool `json:"networkIsolated"`
 	// PCRs are the measurements the instance's attestation documents carry: what a verifier
 	// should expect.
 	PCRs map[int][]byte `json:"pcrs"`

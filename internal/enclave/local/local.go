@@ -104,6 +104,7 @@ type instance struct {
 	img    enclave.Image
 	info   enclave.Instance
 	cmd    *exec.Cmd
+	fwd    *forwarder    // nil when the instance shares the host's network
 	done   chan struct{} // closed when the process has been reaped
 	keys   *keys
 	signer *attest.Signer
@@ -264,12 +265,22 @@ func (p *Provider) Deploy(ctx context.Context, id string, img enclave.Image, cfg
 	if err != nil {
 		return enclave.Instance{}, enclave.Wrap(enclave.Transient, "deploy", id, err)
 	}
-	port, err := freePort()
-	if err != nil {
-		return enclave.Instance{}, enclave.Wrap(enclave.Transient, "deploy", id, err)
+	ownNet := canEnterNetns()
+	port := cfg.Port
+	if port == 0 {
+		port = 8080
+	}
+	if port < 1 || port > 65535 {
+		return enclave.Instance{}, enclave.Errorf(enclave.Permanent, "deploy", id, "port %d is not a TCP port", port)
+	}
+	if !ownNet {
+		// On the host's network the application must take a port nobody else has.
+		if port, err = freePort(); err != nil {
+			return enclave.Instance{}, enclave.Wrap(enclave.Transient, "deploy", id, err)
+		}
 	}
 	env := append(append(append([]string(nil), prepared.Env...), cfg.Env...), "PORT="+strconv.Itoa(port))
-	cmd := p.tools.command(filepath.Join(dir, "rootfs"), prepared.Argv, env, prepared.WorkDir, cfg.CPUCount, cfg.MemoryMiB)
+	cmd := p.tools.command(filepath.Join(dir, "rootfs"), prepared.Argv, env, prepared.WorkDir, cfg.CPUCount, cfg.MemoryMiB, ownNet)
 	// Its own process group, so that pause, resume and terminate reach every process in it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
@@ -298,6 +309,17 @@ func (p *Provider) Deploy(ctx context.Context, id string, img enclave.Image, cfg
 	if err := cmd.Start(); err != nil {
 		return enclave.Instance{}, enclave.Wrap(enclave.Transient, "deploy", id, err)
 	}
+	if ownNet {
+		fwd, err := p.forward(cmd.Process.Pid, port)
+		if err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return enclave.Instance{}, enclave.Wrap(enclave.Transient, "deploy", id, err)
+		}
+		in.fwd = fwd
+		in.info.Addr = fwd.addr()
+		in.info.NetworkIsolated = true
+	}
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go func() { defer readers.Done(); p.capture(in, enclave.Stdout, stdout) }()
@@ -305,6 +327,9 @@ func (p *Provider) Deploy(ctx context.Context, id string, img enclave.Image, cfg
 	go func() {
 		readers.Wait() // Wait closes the pipes; read them to the end first
 		err := cmd.Wait()
+		if in.fwd != nil {
+			in.fwd.close()
+		}
 		in.mu.Lock()
 		in.exitErr = err
 		in.mu.Unlock()
@@ -314,6 +339,19 @@ func (p *Provider) Deploy(ctx context.Context, id string, img enclave.Image, cfg
 	p.enclaves[id] = in
 	p.mu.Unlock()
 	return in.info, nil
+}
+
+func (p *Provider) forward(pid, port int) (*forwarder, error) {
+	ns, err := sandboxNetns(pid, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := newForwarder(ns, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		ns.Close()
+		return nil, err
+	}
+	return fwd, nil
 }
 
 // freePort picks a loopback port for the application. Another process could take it before the

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -240,7 +241,13 @@ func TestLifecycle(t *testing.T) {
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	wantPCR1, _ := attest.RuntimePCR(attest.Runtime{Sandbox: strings.TrimSpace(string(bwrapVersion)), Kernel: unix.ByteSliceToString(uts.Release[:])})
-	deployEnv := []string{"GREETING=hello from the deployment"}
+	// A host service the application must not reach when its network is its own.
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	deployEnv := []string{"GREETING=hello from the deployment", "PROBE_ADDR=" + probe.Addr().String()}
 	wantPCR2, _ := attest.ApplicationPCR(attest.Application{
 		ConfigDigest: configDigest.String(), Argv: testConfig.Entrypoint,
 		Env: append(append([]string(nil), testConfig.Env...), deployEnv...), WorkDir: "/app",
@@ -278,12 +285,15 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("GET / = %q", body)
 	}
 	who := waitAnswer(t, p, id, inst.Addr, "/whoami")
-	for _, want := range []string{"uid=1000 ", "pid=2 ", "host=enclave ", "wd=/app ", "rootWrite=true ", "tmpWrite=true ", "hostEtc=false "} {
+	for _, want := range []string{"uid=1000 ", "pid=2 ", "host=enclave ", "wd=/app ", "rootWrite=true ", "tmpWrite=true ", "hostEtc=false ", "hostNet=false "} {
 		if !strings.Contains(who, want) {
 			t.Errorf("inside the sandbox: %q lacks %q", who, want)
 		}
 	}
-	if strings.Contains(who, "HOME=") || !strings.Contains(who, "PORT=") {
+	if !inst.NetworkIsolated {
+		t.Error("running as root, the instance must have a network of its own")
+	}
+	if strings.Contains(who, "HOME=") || !strings.Contains(who, "PORT=8080") {
 		t.Errorf("environment leaked or PORT missing: %s", who)
 	}
 	again2, err := p.Deploy(ctx, id, prepared, enclave.Config{CPUCount: 1, MemoryMiB: 512, Env: deployEnv})

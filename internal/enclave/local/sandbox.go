@@ -60,13 +60,12 @@ func (t sandboxTools) probe(dir string) error {
 //	taskset -c 0-(cpus-1) prlimit --as=… --nproc=… -- bwrap [namespaces, mounts] -- argv…
 //
 // What it isolates (docs/enclaves.md says the same): new user, pid, ipc, uts and mount namespaces
-// (and cgroup when the kernel allows); the image's tree as a read-only root; a private /proc,
-// minimal /dev and an empty tmpfs /tmp; no capabilities; a uid of its own; the environment only as
-// given. What it does not: the network namespace is the host's, so the application can reach the
-// network and bind other ports, and is kept to loopback only by convention (it is told to listen
-// on 127.0.0.1:$PORT). CPU is limited by affinity (taskset), memory by RLIMIT_AS: per process,
-// not a cgroup's total.
-func (t sandboxTools) command(rootfs string, argv, env []string, workDir string, cpus, memoryMiB int) *exec.Cmd {
+// (and cgroup when the kernel allows); with ownNet a network namespace with only loopback, whose
+// one port the provider forwards (forward.go); the image's tree as a read-only root; a private
+// /proc, minimal /dev and an empty tmpfs /tmp; no capabilities; a uid of its own; the environment
+// only as given. What it does not: without ownNet the network is the host's. CPU is limited by
+// affinity (taskset), memory by RLIMIT_DATA: per process, not a cgroup's total.
+func (t sandboxTools) command(rootfs string, argv, env []string, workDir string, cpus, memoryMiB int, ownNet bool) *exec.Cmd {
 	var args []string
 	if cpus > 0 && cpus < runtime.NumCPU() {
 		args = append(args, t.taskset, "-c", fmt.Sprintf("0-%d", cpus-1))
@@ -79,6 +78,11 @@ func (t sandboxTools) command(rootfs string, argv, env []string, workDir string,
 		t.bwrap,
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--uid", "1000", "--gid", "1000",
+	)
+	if ownNet {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args,
 		"--hostname", "enclave",
 		// The instance dies with the provider: after a worker restart, Deploy starts it again and
 		// there is never a second, orphaned copy.

@@ -4,9 +4,11 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -24,8 +26,13 @@ func main() {
 		err := os.WriteFile("/app/written", []byte("x"), 0o644)
 		tmpErr := os.WriteFile("/tmp/written", []byte("x"), 0o644)
 		_, hostFile := os.Stat("/etc/hostname") // the host has one; the image does not
-		fmt.Fprintf(w, "uid=%d pid=%d host=%s wd=%s rootWrite=%v tmpWrite=%v hostEtc=%v env=%s",
-			os.Getuid(), os.Getpid(), host, wd, err != nil, tmpErr == nil, hostFile == nil, strings.Join(os.Environ(), ","))
+		hostNet := false
+		if c, err := net.DialTimeout("tcp", os.Getenv("PROBE_ADDR"), 500*time.Millisecond); err == nil {
+			hostNet = true
+			c.Close()
+		}
+		fmt.Fprintf(w, "uid=%d pid=%d host=%s wd=%s rootWrite=%v tmpWrite=%v hostEtc=%v hostNet=%v env=%s",
+			os.Getuid(), os.Getpid(), host, wd, err != nil, tmpErr == nil, hostFile == nil, hostNet, strings.Join(os.Environ(), ","))
 	})
 	if err := http.ListenAndServe("127.0.0.1:"+port, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
