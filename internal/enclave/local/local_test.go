@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -439,6 +440,118 @@ func allStopped(states map[int]byte) bool {
 		}
 	}
 	return len(states) > 0
+}
+
+// TestLimits deploys with one CPU and 128 MiB: the application sees one CPU, and allocating more
+// than its memory ends it instead of the host.
+func TestLimits(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Fatal("this test needs at least two CPUs to show that the instance gets one")
+	}
+	ctx := context.Background()
+	p, _ := newProvider(t)
+	reg, err := StartRegistry(RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref := reg.Host + "/apps/hello:1"
+	push(t, appImage(t), ref, nil)
+	const id = "enc_limits"
+	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := p.Deploy(ctx, id, img, enclave.Config{CPUCount: 1, MemoryMiB: 128, Port: 9000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Terminate(ctx, id)
+	if got := waitAnswer(t, p, id, inst.Addr, "/cpus"); got != "1" {
+		t.Errorf("the instance sees %s CPUs, want 1", got)
+	}
+	if got, err := get(inst.Addr, "/alloc?mib=8", 10*time.Second); err != nil || !strings.HasPrefix(got, "allocated") {
+		t.Fatalf("a small allocation failed: %q %v", got, err)
+	}
+	if got, err := get(inst.Addr, "/alloc?mib=256", 10*time.Second); err == nil && strings.HasPrefix(got, "allocated") {
+		t.Fatalf("256 MiB allocated under a 128 MiB limit")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, _ := p.Status(ctx, id)
+		if st.Phase == enclave.PhaseExited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after exceeding its memory the instance is %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logs, _ := p.Logs(ctx, id, 0, 0)
+	var sawOOM bool
+	for _, l := range logs {
+		sawOOM = sawOOM || (l.Stream == enclave.Stderr && strings.Contains(l.Text, "out of memory"))
+	}
+	if !sawOOM {
+		t.Errorf("no out-of-memory line in the logs: %+v", logs)
+	}
+	// An exited instance is not running: Deploy starts it again (same keys, new process).
+	again, err := p.Deploy(ctx, id, img, enclave.Config{CPUCount: 1, MemoryMiB: 128, Port: 9000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.EVMAddress != inst.EVMAddress {
+		t.Error("a redeployed enclave must keep its signing keys")
+	}
+	if got := waitAnswer(t, p, id, again.Addr, "/cpus"); got != "1" {
+		t.Errorf("after redeploy: %s CPUs", got)
+	}
+}
+
+// TestConcurrentDeploy: retried activities may overlap; one id still gets one instance.
+func TestConcurrentDeploy(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProvider(t)
+	reg, err := StartRegistry(RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref := reg.Host + "/apps/hello:1"
+	push(t, appImage(t), ref, nil)
+	const id = "enc_concurrent"
+	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Terminate(ctx, id)
+	addrs := make([]string, 4)
+	var wg sync.WaitGroup
+	for i := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, err := p.Deploy(ctx, id, img, enclave.Config{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			addrs[i] = inst.Addr
+		}()
+	}
+	wg.Wait()
+	for _, a := range addrs {
+		if a != addrs[0] {
+			t.Fatalf("concurrent deploys made different instances: %v", addrs)
+		}
+	}
+	waitAnswer(t, p, id, addrs[0], "/")
+	// Deploying another image under a running id is refused, permanently.
+	other := img
+	other.ManifestDigest = "sha256:" + strings.Repeat("0", 64)
+	if _, err := p.Deploy(ctx, id, other, enclave.Config{}); !enclave.IsPermanent(err) {
+		t.Errorf("deploying a different image over a running one: %v", err)
+	}
 }
 
 func TestPullErrors(t *testing.T) {

@@ -7,9 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
+
+var kept [][]byte
 
 func main() {
 	port := os.Getenv("PORT")
@@ -33,6 +37,21 @@ func main() {
 		}
 		fmt.Fprintf(w, "uid=%d pid=%d host=%s wd=%s rootWrite=%v tmpWrite=%v hostEtc=%v hostNet=%v env=%s",
 			os.Getuid(), os.Getpid(), host, wd, err != nil, tmpErr == nil, hostFile == nil, hostNet, strings.Join(os.Environ(), ","))
+	})
+	http.HandleFunc("/cpus", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%d", runtime.NumCPU()) // the CPUs this process may run on
+	})
+	http.HandleFunc("/alloc", func(w http.ResponseWriter, r *http.Request) {
+		mib, _ := strconv.Atoi(r.URL.Query().Get("mib"))
+		fmt.Printf("allocating %d MiB\n", mib)
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			kept = append(kept, b)
+		}
+		fmt.Fprintf(w, "allocated %d MiB", mib)
 	})
 	if err := http.ListenAndServe("127.0.0.1:"+port, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
