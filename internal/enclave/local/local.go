@@ -39,6 +39,9 @@ type Options struct {
 	Bwrap string
 	// MaxLogLines bounds the application log kept per enclave (oldest dropped); 0 means 10000.
 	MaxLogLines int
+	// Now is the clock that decides when an attestation leaf is due for renewal; nil means
+	// time.Now. Tests pass the clock they gave Authority.WithClock.
+	Now func() time.Time
 }
 
 // Provider is the local enclave provider. It is safe for concurrent use.
@@ -48,6 +51,7 @@ type Provider struct {
 	tools   sandboxTools
 	runtime attest.Runtime
 	maxLogs int
+	now     func() time.Time
 
 	mu        sync.Mutex
 	enclaves  map[string]*instance
@@ -85,7 +89,12 @@ func New(opts Options) (*Provider, error) {
 	if max <= 0 {
 		max = 10000
 	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Provider{
+		now:      now,
 		dir:      opts.Dir,
 		auth:     opts.Authority,
 		tools:    tools,
@@ -519,12 +528,36 @@ func (p *Provider) Attest(ctx context.Context, id string, nonce []byte) ([]byte,
 	if err != nil {
 		return nil, enclave.Wrap(enclave.Permanent, "attest", id, err)
 	}
-	doc, err := in.signer.Sign(attest.Document{PCRs: in.info.PCRs, UserData: userData, Nonce: nonce})
+	signer, err := p.leaf(id, in)
+	if err != nil {
+		return nil, enclave.Wrap(enclave.Transient, "attest", id, err)
+	}
+	doc, err := signer.Sign(attest.Document{PCRs: in.info.PCRs, UserData: userData, Nonce: nonce})
 	if err != nil {
 		// A nonce over 512 bytes is the usual cause; retrying will not shorten it.
 		return nil, enclave.Wrap(enclave.Permanent, "attest", id, err)
 	}
 	return doc, nil
+}
+
+// leafRenewal is how long before its leaf expires an instance gets a new one. Leaves live three
+// hours (attest.LeafLifetime); enclaves run for days.
+const leafRenewal = 15 * time.Minute
+
+// leaf returns the instance's signer, renewed from the authority when it is about to expire, so
+// that a long-running enclave's documents keep verifying.
+func (p *Provider) leaf(id string, in *instance) (*attest.Signer, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if p.now().Add(leafRenewal).Before(in.signer.Certificate().NotAfter) {
+		return in.signer, nil
+	}
+	s, err := p.auth.IssueLeaf(id)
+	if err != nil {
+		return nil, err
+	}
+	in.signer = s
+	return s, nil
 }
 
 // Sign has the agent sign with the enclave's EVM or Solana key.

@@ -554,6 +554,56 @@ func TestConcurrentDeploy(t *testing.T) {
 	}
 }
 
+// TestLeafRenewal: an enclave that outlives its three-hour leaf still attests, with a new leaf.
+func TestLeafRenewal(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	base, err := attest.NewAuthority(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := base.WithClock(now)
+	p, err := New(Options{Dir: t.TempDir(), Authority: auth, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := StartRegistry(RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref := reg.Host + "/apps/hello:1"
+	push(t, appImage(t), ref, nil)
+	const id = "enc_renewal"
+	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := p.Deploy(ctx, id, img, enclave.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Terminate(ctx, id)
+	first := p.get(id).signer.Certificate()
+
+	mu.Lock()
+	clock = clock.Add(attest.LeafLifetime)
+	mu.Unlock()
+	doc, err := p.Attest(ctx, id, []byte("later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := attest.Verify(doc, attest.VerifyOptions{Root: auth.Root(), PCRs: inst.PCRs, Nonce: []byte("later"), Now: now})
+	if !rep.Verified() {
+		t.Fatalf("a document three hours on: %+v", rep.Checks)
+	}
+	if p.get(id).signer.Certificate().Equal(first) {
+		t.Error("the leaf was not renewed")
+	}
+}
+
 func TestPullErrors(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProvider(t)
