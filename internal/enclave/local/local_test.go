@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -601,6 +602,64 @@ func TestLeafRenewal(t *testing.T) {
 	}
 	if p.get(id).signer.Certificate().Equal(first) {
 		t.Error("the leaf was not renewed")
+	}
+}
+
+// TestProviderRestart: a worker that restarts gets a new Provider over the same directory. The
+// prepared image is still there, and the enclave keeps its keys when it is deployed again.
+func TestProviderRestart(t *testing.T) {
+	ctx := context.Background()
+	auth, err := attest.NewAuthority(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p1, err := New(Options{Dir: dir, Authority: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := StartRegistry(RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref := reg.Host + "/apps/hello:1"
+	push(t, appImage(t), ref, nil)
+	const id = "enc_restart"
+	img, err := p1.Prepare(ctx, id, enclave.Source{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := p1.Deploy(ctx, id, img, enclave.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old process dies with its instances (--die-with-parent); here the instance is killed by
+	// hand, since the test process lives on.
+	old := p1.get(id)
+	_ = old.signalGroup(syscall.SIGKILL)
+	<-old.done
+
+	p2, err := New(Options{Dir: dir, Authority: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := p2.Status(ctx, id); st.Phase != enclave.PhasePrepared {
+		t.Fatalf("after a restart: %+v", st)
+	}
+	again, err := p2.Deploy(ctx, id, img, enclave.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.EVMAddress != first.EVMAddress || again.SolanaPublicKey != first.SolanaPublicKey {
+		t.Error("the enclave's keys changed across a provider restart")
+	}
+	waitAnswer(t, p2, id, again.Addr, "/")
+	if err := p2.Terminate(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, id)); !os.IsNotExist(err) {
+		t.Errorf("files left: %v", err)
 	}
 }
 
