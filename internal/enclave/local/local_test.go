@@ -7,10 +7,13 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -23,6 +26,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -678,6 +682,27 @@ func TestPullErrors(t *testing.T) {
 	if _, err := p.Prepare(ctx, "enc_badref", enclave.Source{Ref: "UPPER CASE/!!"}); !enclave.IsPermanent(err) {
 		t.Errorf("a bad reference: want a permanent error, got %v", err)
 	}
+	// Images that can never run: no command, a layer that climbs out of its root.
+	noCmd, err := mutate.AppendLayers(empty.Image, layer(t, tarEntry{name: "app/", typ: tar.TypeDir, mode: 0o755}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, noCmd, reg.Host+"/apps/nocmd:1", nil)
+	if _, err := p.Prepare(ctx, "enc_nocmd", enclave.Source{Ref: reg.Host + "/apps/nocmd:1"}); !enclave.IsPermanent(err) {
+		t.Errorf("an image without a command: want a permanent error, got %v", err)
+	}
+	escape, err := mutate.AppendLayers(empty.Image, layer(t, tarEntry{name: "../outside", typ: tar.TypeReg, mode: 0o644, body: []byte("x")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	escape, err = mutate.Config(escape, testConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, escape, reg.Host+"/apps/escape:1", nil)
+	if _, err := p.Prepare(ctx, "enc_escape", enclave.Source{Ref: reg.Host + "/apps/escape:1"}); !enclave.IsPermanent(err) {
+		t.Errorf("an image whose layer climbs out: want a permanent error, got %v", err)
+	}
 	host := reg.Host
 	reg.Close()
 	_, err = p.Prepare(ctx, "enc_down", enclave.Source{Ref: host + "/apps/hello:1"})
@@ -686,6 +711,47 @@ func TestPullErrors(t *testing.T) {
 	}
 	if _, err := p.Prepare(ctx, "../escape", enclave.Source{Ref: host + "/x:1"}); !enclave.IsPermanent(err) {
 		t.Errorf("a bad id: %v", err)
+	}
+}
+
+// TestLayerFetchFails: the manifest and config come through but a layer does not (503). The
+// failure must surface as transient — not as a short, "complete" root — and leave no tree behind.
+func TestLayerFetchFails(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProvider(t)
+	img := appImage(t)
+	layers, _ := img.Layers()
+	bad, _ := layers[0].Digest()
+	var failing sync.Map
+	failing.Store(bad.String(), true)
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			if _, ok := failing.Load(path.Base(r.URL.Path)); ok {
+				http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/apps/hello:1"
+	push(t, img, ref, nil)
+
+	_, err := p.Prepare(ctx, "enc_layer", enclave.Source{Ref: ref})
+	if err == nil || enclave.IsPermanent(err) {
+		t.Fatalf("a layer that cannot be fetched: want a transient error, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(p.enclaveDir("enc_layer"), "rootfs")); !os.IsNotExist(err) {
+		t.Errorf("a partial tree was left: %v", err)
+	}
+	// The registry recovers: the retry succeeds.
+	failing.Delete(bad.String())
+	if _, err := p.Prepare(ctx, "enc_layer", enclave.Source{Ref: ref}); err != nil {
+		t.Fatalf("after the registry recovered: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(p.enclaveDir("enc_layer"), "rootfs", "app", "server")); err != nil {
+		t.Error(err)
 	}
 }
 

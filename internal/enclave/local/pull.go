@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,7 +29,10 @@ func pull(ctx context.Context, id string, src enclave.Source) (v1.Image, error) 
 		auth = &authn.Basic{Username: src.Username, Password: src.Password}
 	}
 	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuth(auth),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}),
+		// A few quick retries ride out a blip; longer outages are the lifecycle's to retry, with
+		// its own backoff and the failure visible in the meantime.
+		remote.WithRetryBackoff(remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 3}))
 	if err != nil {
 		return nil, classifyRegistry(id, src.Ref, err)
 	}
@@ -40,6 +44,10 @@ func pull(ctx context.Context, id string, src enclave.Source) (v1.Image, error) 
 // connections, timeouts, 5xx, 429 — is transient, so the lifecycle retries until the registry is
 // back.
 func classifyRegistry(id, ref string, err error) error {
+	var bad *unsafeImageError
+	if errors.As(err, &bad) {
+		return enclave.Errorf(enclave.Permanent, "prepare", id, "image %s: %v", ref, err)
+	}
 	var terr *transport.Error
 	if errors.As(err, &terr) {
 		switch {
@@ -84,7 +92,7 @@ func describe(img v1.Image, ref string, rt attest.Runtime) (enclave.Image, error
 	}
 	argv := append(append([]string(nil), cf.Config.Entrypoint...), cf.Config.Cmd...)
 	if len(argv) == 0 {
-		return enclave.Image{}, errors.New("the image has neither an entrypoint nor a command")
+		return enclave.Image{}, &unsafeImageError{errors.New("the image has neither an entrypoint nor a command")}
 	}
 	workDir := cf.Config.WorkingDir
 	if workDir == "" {

@@ -30,13 +30,24 @@ func unpack(img v1.Image, dir string) error {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			// Extract writes the tar trailer before it reports its own failure (a deferred
+			// Close), so the archive can look complete when it is not: read on to the end of the
+			// stream, where a failure — a layer that could not be fetched, a refused path — shows.
+			_, err = io.Copy(io.Discard, rc)
+			if err == nil {
+				break
+			}
 		}
 		if err != nil {
+			// mutate.Extract refuses names that climb out with this message; anything else is
+			// reading the layers (from the registry: layers are fetched as they are read).
+			if strings.Contains(err.Error(), "unsafe tar path") {
+				return &unsafeImageError{err}
+			}
 			return fmt.Errorf("reading the image's layers: %w", err)
 		}
 		if err := unpackEntry(dir, h, tr); err != nil {
-			return fmt.Errorf("unpacking %q: %w", h.Name, err)
+			return &unsafeImageError{fmt.Errorf("unpacking %q: %w", h.Name, err)}
 		}
 	}
 	// The sandbox mounts /proc, /dev and /tmp over these; the root is read-only, so they must exist.
@@ -47,6 +58,12 @@ func unpack(img v1.Image, dir string) error {
 	}
 	return nil
 }
+
+// unsafeImageError is an image that cannot be unpacked as it is: retrying will not change it.
+type unsafeImageError struct{ err error }
+
+func (e *unsafeImageError) Error() string { return e.err.Error() }
+func (e *unsafeImageError) Unwrap() error { return e.err }
 
 // inside maps an archive name to a path under dir, or fails if it would leave dir.
 func inside(dir, name string) (string, error) {
