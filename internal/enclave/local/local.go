@@ -52,6 +52,9 @@ type Provider struct {
 	runtime attest.Runtime
 	maxLogs int
 	now     func() time.Time
+	// ownNet: instances get a network namespace of their own, reachable through a forwarded
+	// port. False (not root) means they share the host's network.
+	ownNet bool
 
 	mu        sync.Mutex
 	enclaves  map[string]*instance
@@ -95,6 +98,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	return &Provider{
 		now:      now,
+		ownNet:   canEnterNetns(),
 		dir:      opts.Dir,
 		auth:     opts.Authority,
 		tools:    tools,
@@ -274,7 +278,7 @@ func (p *Provider) Deploy(ctx context.Context, id string, img enclave.Image, cfg
 	if err != nil {
 		return enclave.Instance{}, enclave.Wrap(enclave.Transient, "deploy", id, err)
 	}
-	ownNet := canEnterNetns()
+	ownNet := p.ownNet
 	port := cfg.Port
 	if port == 0 {
 		port = 8080

@@ -667,6 +667,44 @@ func TestProviderRestart(t *testing.T) {
 	}
 }
 
+// TestHostNetworkFallback: without the right to enter namespaces (not root) the instance shares
+// the host's network. It still works, is given a free port, and says it is not isolated.
+func TestHostNetworkFallback(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProvider(t)
+	p.ownNet = false
+	reg, err := StartRegistry(RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref := reg.Host + "/apps/hello:1"
+	push(t, appImage(t), ref, nil)
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	const id = "enc_hostnet"
+	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := p.Deploy(ctx, id, img, enclave.Config{Port: 8080, Env: []string{"PROBE_ADDR=" + probe.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Terminate(ctx, id)
+	if inst.NetworkIsolated {
+		t.Error("an instance on the host's network must not claim isolation")
+	}
+	who := waitAnswer(t, p, id, inst.Addr, "/whoami")
+	_, port, _ := net.SplitHostPort(inst.Addr)
+	if !strings.Contains(who, "hostNet=true ") || !strings.Contains(who, "PORT="+port) {
+		t.Errorf("on the host's network: %s", who)
+	}
+}
+
 func TestPullErrors(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProvider(t)
