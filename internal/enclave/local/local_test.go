@@ -565,6 +565,20 @@ func TestConcurrentDeploy(t *testing.T) {
 	if _, err := p.Deploy(ctx, id, other, enclave.Config{}); !enclave.IsPermanent(err) {
 		t.Errorf("deploying a different image over a running one: %v", err)
 	}
+	// A paused instance can be terminated directly.
+	pgid := p.get(id).cmd.Process.Pid
+	if err := p.Pause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Terminate(ctx, id); err != nil {
+		t.Fatalf("terminating a paused instance: %v", err)
+	}
+	if left := alive(groupStates(t, pgid)); len(left) != 0 {
+		t.Errorf("processes left: %v", left)
+	}
+	if err := p.Resume(ctx, id); !enclave.IsPermanent(err) {
+		t.Errorf("resuming a terminated enclave: %v", err)
+	}
 }
 
 // TestLeafRenewal: an enclave that outlives its three-hour leaf still attests, with a new leaf.
