@@ -17,8 +17,9 @@ import (
 	"conduit/internal/enclave"
 )
 
-// pull resolves src to an image in its registry. Loopback registries are spoken to over plain
-// HTTP (go-containerregistry decides that from the host); every other registry over HTTPS.
+// pull resolves src to an image in its registry. go-containerregistry picks the scheme from the
+// host: plain HTTP for loopback and RFC 1918 addresses, HTTPS for everything else
+// (docs/enclaves.md, pulling).
 func pull(ctx context.Context, id string, src enclave.Source) (v1.Image, error) {
 	ref, err := name.ParseReference(src.Ref)
 	if err != nil {
