@@ -20,7 +20,8 @@ const ErrPermanent = "permanent"
 // that cannot be encoded, end the attempt for good. Errors an activity
 // typed itself (temporal application errors) keep their own verdict;
 // everything else — a dropped connection, a timeout, a deadlock, a server
-// starting up — is transient.
+// starting up — is transient. A domain error that knows it is permanent
+// says so with a Permanent() bool method (enclave providers' errors do).
 func Classify(err error) error {
 	if err == nil {
 		return nil
@@ -35,6 +36,10 @@ func Classify(err error) error {
 		case "22", "23", "42", "2B", "0A": // data, integrity, syntax/access, dependent objects, unsupported
 			return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, err)
 		}
+	}
+	var typed interface{ Permanent() bool }
+	if errors.As(err, &typed) && typed.Permanent() {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrPermanent, err)
 	}
 	var unsupported *json.UnsupportedValueError
 	var unsupportedType *json.UnsupportedTypeError

@@ -1,0 +1,60 @@
+// A tiny HTTP application that the local provider's tests put into an image and run in a sandbox.
+// It reports what it sees from inside, so that the tests can check the isolation.
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var kept [][]byte
+
+func main() {
+	port := os.Getenv("PORT")
+	fmt.Printf("listening on %s\n", port)
+	fmt.Fprintln(os.Stderr, "a line on stderr")
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("request %s\n", r.URL.Path)
+		fmt.Fprintf(w, "%s", os.Getenv("GREETING"))
+	})
+	http.HandleFunc("/whoami", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("request %s\n", r.URL.Path)
+		host, _ := os.Hostname()
+		wd, _ := os.Getwd()
+		err := os.WriteFile("/app/written", []byte("x"), 0o644)
+		tmpErr := os.WriteFile("/tmp/written", []byte("x"), 0o644)
+		_, hostFile := os.Stat("/etc/hostname") // the host has one; the image does not
+		hostNet := false
+		if c, err := net.DialTimeout("tcp", os.Getenv("PROBE_ADDR"), 500*time.Millisecond); err == nil {
+			hostNet = true
+			c.Close()
+		}
+		fmt.Fprintf(w, "uid=%d pid=%d host=%s wd=%s rootWrite=%v tmpWrite=%v hostEtc=%v hostNet=%v env=%s",
+			os.Getuid(), os.Getpid(), host, wd, err != nil, tmpErr == nil, hostFile == nil, hostNet, strings.Join(os.Environ(), ","))
+	})
+	http.HandleFunc("/cpus", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%d", runtime.NumCPU()) // the CPUs this process may run on
+	})
+	http.HandleFunc("/alloc", func(w http.ResponseWriter, r *http.Request) {
+		mib, _ := strconv.Atoi(r.URL.Query().Get("mib"))
+		fmt.Printf("allocating %d MiB\n", mib)
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			kept = append(kept, b)
+		}
+		fmt.Fprintf(w, "allocated %d MiB", mib)
+	})
+	if err := http.ListenAndServe("127.0.0.1:"+port, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
