@@ -76,10 +76,14 @@ const (
 	PipelinesRun   = "pipelines:run"
 	PipelinesWrite = "pipelines:write"
 	KeysManage     = "keys:manage"
+	// MediaRead lists and reads the account's media library; MediaWrite
+	// imports, assembles, edits and deletes its items.
+	MediaRead  = "media:read"
+	MediaWrite = "media:write"
 )
 
 var allScopes = []string{
-	PipelinesRead, PipelinesRun, PipelinesWrite, KeysManage,
+	PipelinesRead, PipelinesRun, PipelinesWrite, KeysManage, MediaRead, MediaWrite,
 	"redact:proxy", "redact:run", "redact:log",
 	"pii:ingest", "pii:read", "pii:write", "pii:delete", "pii:consent", "pii:audit",
 	"enclaves:read", "enclaves:write", "tasks:read", "tasks:write", "logs:read",
