@@ -29,6 +29,10 @@ const (
 	// ErrTypeMediaJob: an import, assembly or edit that cannot succeed
 	// (a refused URL, a file that is not media, an impossible edit).
 	ErrTypeMediaJob = "MediaJobError"
+	// ErrTypeMediaTransient: a job's step failed in a way another attempt
+	// may get through (an import's download got no answer or was cut
+	// off; ffmpeg could not start).
+	ErrTypeMediaTransient = "MediaJobTransient"
 )
 
 // Library renders generation nodes' files and runs the media library's
@@ -163,7 +167,7 @@ func jobError(err error) error {
 	var failed *media.FailedError
 	if errors.As(err, &failed) {
 		if failed.Retryable {
-			return temporal.NewApplicationError(failed.Message, ErrTypeMediaJob)
+			return temporal.NewApplicationError(failed.Message, ErrTypeMediaTransient)
 		}
 		return temporal.NewNonRetryableApplicationError(failed.Message, ErrTypeMediaJob, nil)
 	}
@@ -249,22 +253,8 @@ func (a *Library) RunMediaJob(ctx context.Context, w MediaJobWork) (store.MediaI
 		return store.MediaItem{}, err
 	}
 	stage = "storing"
-	it, err := a.keep(ctx, w.ItemID, path, sniffed)
-	if err != nil {
-		return store.MediaItem{}, err
-	}
-	params, _ := json.Marshal(w.Spec)
-	it.Operation, it.SourceItems = w.Spec.Op, w.Sources
-	switch w.Kind {
-	case "import":
-		it.Origin, it.Operation, it.SourceURL, params = store.OriginImported, "import", w.URL, []byte(`{}`)
-	case "assemble":
-		it.Origin = store.OriginAssembled
-	default:
-		it.Origin = store.OriginEdited
-	}
-	it.Params = params
-	return it, nil
+	// Provenance comes from the job's row when the item is recorded.
+	return a.keep(ctx, w.ItemID, path, sniffed)
 }
 
 // download fetches an import into workdir and judges it by its first
@@ -281,9 +271,10 @@ func (a *Library) download(ctx context.Context, url, workdir string) (string, me
 	}
 	var refused *imagefetch.Error
 	if errors.As(err, &refused) {
-		// A network failure may pass; a refused or oversized URL will not.
-		if refused.Code == imagefetch.CodeFetchFailed {
-			return "", media.Sniffed{}, temporal.NewApplicationError(refused.Message, ErrTypeMediaJob)
+		// A network failure may pass; a refused or oversized URL, or an
+		// answer such as a 404, will not.
+		if refused.Code == imagefetch.CodeFetchFailed && refused.Answered == 0 {
+			return "", media.Sniffed{}, temporal.NewApplicationError(refused.Message, ErrTypeMediaTransient)
 		}
 		return "", media.Sniffed{}, temporal.NewNonRetryableApplicationError(refused.Message, ErrTypeMediaJob, nil)
 	}

@@ -16,6 +16,7 @@ import (
 	"conduit/frontend"
 	"conduit/internal/accounts"
 	"conduit/internal/config"
+	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/payments"
 	"conduit/internal/store"
@@ -43,6 +44,8 @@ type Platform struct {
 	Catalog  *models.Catalog
 	Payments *payments.Service
 	Media    *Media
+	// Library is the media library (docs/media.md).
+	Library *library.Service
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -79,7 +82,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 		st.Close()
 		return nil, err
 	}
-	return &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}, nil
+	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
+	p.Library = med.library(p, tc)
+	return p, nil
 }
 
 // Close releases the connections.
@@ -132,14 +137,16 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 		return nil, err
 	}
 	t := p.Config.Temporal
+	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: p.Media.activities(p), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
+		Renders: renders, Library: p.Media.libraryActivities(p, renders), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
-	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments, Media: p.Media.frontend(p.Config), Log: p.Log}
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments, Media: p.Media.frontend(p.Config),
+		Library: p.Library, Log: p.Log}
 }
 
 // Accounts is the account and key service on this platform's store.

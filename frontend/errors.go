@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/accounts"
+	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/store"
 )
@@ -70,9 +71,12 @@ func toAPIError(c *gin.Context, err error) *APIError {
 	var apiErr *APIError
 	var inputErr *accounts.InputError
 	var grantErr *accounts.GrantError
+	var domainErr *errs.Error
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &domainErr):
+		return &APIError{Status: statusOf(domainErr.Kind), Message: domainErr.Msg, Code: domainErr.Code, Extra: domainErr.Extra, RetryAfter: domainErr.RetryAfter}
 	case errors.As(err, &inputErr):
 		return &APIError{Status: http.StatusBadRequest, Message: inputErr.Msg}
 	case errors.As(err, &grantErr):
@@ -93,6 +97,25 @@ func toAPIError(c *gin.Context, err error) *APIError {
 		logging.From(c.Request.Context()).Error("request failed", "err", err)
 		return &APIError{Status: http.StatusInternalServerError, Message: "internal error"}
 	}
+}
+
+// statusOf is the HTTP status of a domain error's kind.
+func statusOf(k errs.Kind) int {
+	switch k {
+	case errs.Invalid:
+		return http.StatusBadRequest
+	case errs.Forbidden:
+		return http.StatusForbidden
+	case errs.NotFound:
+		return http.StatusNotFound
+	case errs.Conflict:
+		return http.StatusConflict
+	case errs.PaymentRequired:
+		return http.StatusPaymentRequired
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
 // authMessage: the spec's wording for a bad bearer.

@@ -72,10 +72,11 @@ func (s *Server) servingGraph(c *gin.Context, p store.Pipeline) (*pipeline.Graph
 }
 
 // holdFor is the most a run of g can cost: every model node at a full
-// context window plus its maxTokens. The run holds this much and is charged
-// its actual cost.
+// context window plus its maxTokens, and every generation node at its
+// menu price (a speech template at the longest text it may render to).
+// The run holds this much and is charged its actual cost.
 func (s *Server) holdFor(g *pipeline.Graph) money.Micros {
-	var total money.Micros
+	total, _ := s.deps.Library.Plan(g)
 	for _, n := range g.Nodes {
 		if n.Type != "model" {
 			continue
@@ -118,10 +119,14 @@ const admitWait = 30 * time.Second
 func (s *Server) startRun(c *gin.Context, p store.Pipeline, g *pipeline.Graph, v store.PipelineVersion, rr runRequest) (store.Run, bool, error) {
 	ctx := c.Request.Context()
 	account := principal(c).AccountID
+	if err := s.deps.Library.Runnable(g); err != nil {
+		return store.Run{}, false, err
+	}
+	_, bounds := s.deps.Library.Plan(g)
 	now := time.Now()
 	in := workflows.RunInput{
 		RunID: newRunID(now), PipelineID: p.ID, Version: v.Version, AccountID: account,
-		Graph: v.Graph, Inputs: rr.Inputs, Held: s.holdFor(g),
+		Graph: v.Graph, Inputs: rr.Inputs, Held: s.holdFor(g), Generation: bounds,
 		ModelTimeout: s.deps.Config.Runs.ModelTimeout, ModelAttempts: int32(s.deps.Config.Runs.ModelAttempts),
 		StreamNode: rr.StreamNode, InlineNodes: s.inlineNodes(g),
 		Kind: rr.Kind, StartedAt: now, IdempotencyKey: rr.IdempotencyKey, RequestHash: runRequestHash(rr.Kind, rr.Inputs),

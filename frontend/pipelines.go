@@ -96,10 +96,10 @@ func toContractJSON(c pipeline.Contract) *contractJSON {
 	return out
 }
 
-// validate checks a graph against the model catalog.
+// validate checks a graph against the model catalog and the media menus.
 func (s *Server) validate(g *pipeline.Graph) *validationJSON {
 	v := &validationJSON{Valid: true, Problems: []problemJSON{}}
-	err := g.Validate(s.deps.Catalog.Known)
+	err := g.Validate(s.deps.Catalog.Known, s.deps.Library.CheckNode)
 	if err == nil {
 		return v
 	}

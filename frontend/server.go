@@ -17,6 +17,7 @@ import (
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
 	"conduit/internal/config"
+	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/payments"
 	"conduit/internal/store"
@@ -32,7 +33,9 @@ type Deps struct {
 	Deltas   *store.DeltaHub
 	Payments *payments.Service
 	Media    Media
-	Log      *slog.Logger
+	// Library is the media library (nil or off: its routes answer 503).
+	Library *library.Service
+	Log     *slog.Logger
 	// DevTools mounts the dev-only routes (POST /dev/x402/mint). Only the
 	// dev command and the test harness set it; the production binary never
 	// does.
@@ -130,6 +133,17 @@ func New(d Deps) *Server {
 	one.GET("/runs", requireScope(apikey.PipelinesRead), s.listRuns)
 	one.POST("/invoke", requireScope(apikey.PipelinesRun), s.invoke)
 	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
+
+	// The media library (docs/media.md); another account's item or job is
+	// a 404 like a missing one.
+	lib := api.Group("/media")
+	lib.GET("", requireScope(apikey.MediaRead), s.listMedia)
+	lib.GET("/:id", requireScope(apikey.MediaRead), s.getMediaItem)
+	lib.DELETE("/:id", requireScope(apikey.MediaWrite), s.deleteMediaItem)
+	lib.GET("/jobs/:id", requireScope(apikey.MediaRead), s.getMediaJob)
+	lib.POST("/import", requireScope(apikey.MediaWrite), s.importMedia)
+	lib.POST("/assemble", requireScope(apikey.MediaWrite), s.assembleMedia)
+	lib.POST("/edit", requireScope(apikey.MediaWrite), s.editMedia)
 
 	// Chat completions speak OpenAI's error shape from the first check on.
 	r.POST(ChatPath, useShape(shapeOpenAI), checkInput, s.authenticate,

@@ -38,6 +38,12 @@ type MediaJobInput struct {
 	HeartbeatTimeout time.Duration
 }
 
+// JobRequest is what each caller's admission update carries: the hash of
+// its request, which an Idempotency-Key is bound to.
+type JobRequest struct {
+	RequestHash string
+}
+
 // JobAdmission answers the admission update: accepted (Job, possibly an
 // Existing one), or why not.
 type JobAdmission struct {
@@ -66,12 +72,17 @@ type JobAdmission struct {
 func MediaEdit(ctx workflow.Context, in MediaJobInput) error {
 	var admission *JobAdmission
 	var admitErr error
-	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context) (JobAdmission, error) {
+	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context, req JobRequest) (JobAdmission, error) {
 		if err := workflow.Await(ctx, func() bool { return admission != nil || admitErr != nil }); err != nil {
 			return JobAdmission{}, err
 		}
 		if admitErr != nil {
 			return JobAdmission{}, admitErr
+		}
+		// A retry with the same Idempotency-Key but another request,
+		// while this job runs.
+		if req.RequestHash != in.Job.RequestHash {
+			return JobAdmission{Conflict: true, Job: admission.Job}, nil
 		}
 		return *admission, nil
 	}); err != nil {

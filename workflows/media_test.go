@@ -146,7 +146,7 @@ func runJob(t *testing.T, work func(context.Context, activities.MediaJobWork) (s
 				}
 				adm = v.(JobAdmission)
 			},
-		})
+		}, JobRequest{})
 	}, 0)
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(t0)

@@ -59,6 +59,9 @@ type Error struct {
 	Code    string
 	Status  int
 	Message string
+	// Answered is the HTTP status the URL answered with, when it answered
+	// (a redirect, a 404): asking again will not change it.
+	Answered int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -310,10 +313,14 @@ func (f *Fetcher) download(ctx context.Context, raw string, w io.Writer, r reque
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return 0, "", refuse(CodeFetchFailed, "%s answered a redirect (%d); give the final URL of %s", r.field, resp.StatusCode, r.what)
+		e := refuse(CodeFetchFailed, "%s answered a redirect (%d); give the final URL of %s", r.field, resp.StatusCode, r.what)
+		e.Answered = resp.StatusCode
+		return 0, "", e
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, "", refuse(CodeFetchFailed, "%s answered HTTP %d", r.field, resp.StatusCode)
+		e := refuse(CodeFetchFailed, "%s answered HTTP %d", r.field, resp.StatusCode)
+		e.Answered = resp.StatusCode
+		return 0, "", e
 	}
 	if resp.ContentLength > r.limit {
 		return 0, "", tooLarge(r)

@@ -212,7 +212,13 @@ func (s *Store) OpenMediaJob(ctx context.Context, n NewMediaJob) (job MediaJob, 
 		}
 		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM media_jobs WHERE id = $1`, n.ID))
 		if err == nil {
+			// A keyed job's id comes from its key: the same id with
+			// another request is the key reused.
 			job, existing = j, j.Status != "running"
+			if j.RequestHash != n.RequestHash {
+				existing = true
+				return ErrRequestMismatch
+			}
 			return nil
 		}
 		if !errors.Is(err, ErrNotFound) {
@@ -267,6 +273,14 @@ func (s *Store) OpenMediaJob(ctx context.Context, n NewMediaJob) (job MediaJob, 
 	return job, existing, err
 }
 
+// CountMediaJobs counts the account's jobs (tests: refused requests write
+// none).
+func (s *Store) CountMediaJobs(ctx context.Context, account string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM media_jobs WHERE account_id = $1`, account).Scan(&n)
+	return n, err
+}
+
 // MediaJobOf reads one of the account's jobs (another account's is
 // ErrNotFound).
 func (s *Store) MediaJobOf(ctx context.Context, account, id string) (MediaJob, error) {
@@ -299,8 +313,11 @@ func (s *Store) FinishMediaJob(ctx context.Context, res MediaJobResult) error {
 				res.JobID, res.Error, res.FinishedAt)
 			return err
 		}
+		// The job says where the item came from: one record of provenance.
 		it := *res.Item
 		it.JobID, it.AccountID, it.Price = j.ID, j.AccountID, j.Price
+		it.Operation, it.Params, it.SourceItems, it.SourceURL = j.Operation, j.Params, j.SourceItems, j.SourceURL
+		it.Origin = map[string]string{"import": OriginImported, "assemble": OriginAssembled, "edit": OriginEdited}[j.Kind]
 		if err := insertItemTx(ctx, tx, it); err != nil {
 			return err
 		}
