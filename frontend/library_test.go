@@ -356,6 +356,76 @@ func TestFailingGenerationNodeChargesNothing(t *testing.T) {
 	if items := listMedia(t, key, ""); len(items) != 0 {
 		t.Fatalf("library %v", items)
 	}
+
+	// Beside a node that succeeds, the failed one is still free, while the
+	// file the other made is in the library and paid for, even though the
+	// run is partial: a failing branch does not make media free.
+	graph = narrationGraph("a cover of a famous song")
+	id = createPipeline(t, key, graph)
+	publish(t, key, id)
+	run = waitRunLong(t, key, invoke(t, key, id, map[string]any{"line": "Hi."})["statusUrl"].(string))
+	if run["status"] != "partial" || run["outputs"].(map[string]any)["narration"] == nil {
+		t.Fatalf("run %v", run)
+	}
+	const speech = 20_000 // "Welcome aboard. Hi." at the 0.02 USD minimum
+	if usd(run["usage"].(map[string]any)["costUsd"]) != speech || balance(t, acct) != 5*money.USD-speech {
+		t.Fatalf("partial run charged %v, balance %s", run["usage"], balance(t, acct))
+	}
+	items := listMedia(t, key, "")
+	if len(items) != 1 || items[0].(map[string]any)["origin"].(map[string]any)["nodeId"] != "say" {
+		t.Fatalf("library %v", items)
+	}
+}
+
+// A video node renders a real clip into the library; music laid under it
+// keeps the picture and lasts as long as the clip.
+func TestVideoNodeAndMusicUnderIt(t *testing.T) {
+	acct, key := env.NewAccount(t)
+	graph := map[string]any{
+		"nodes": []map[string]any{
+			{"id": "q", "type": "input", "key": "q"},
+			{"id": "clip", "type": "video", "prompt": "{{q}}", "aspectRatio": "9:16"},
+			{"id": "bed", "type": "music", "prompt": "upbeat synthwave at 118 bpm", "seconds": 15},
+			{"id": "v", "type": "output", "key": "video", "from": "clip"},
+			{"id": "m", "type": "output", "key": "music", "from": "bed"},
+		},
+		"edges": []map[string]any{{"from": "q", "to": "clip"}, {"from": "clip", "to": "v"}, {"from": "bed", "to": "m"}},
+	}
+	id := createPipeline(t, key, graph)
+	publish(t, key, id)
+	run := waitRunLong(t, key, invoke(t, key, id, map[string]any{"q": "a paper boat on a rainy street"})["statusUrl"].(string))
+	if run["status"] != "success" {
+		t.Fatalf("run %v", run)
+	}
+	// lumen-h3 (the default) at its shortest, 5 s: 0.42 USD; the track 0.06.
+	if b := balance(t, acct); b != 5*money.USD-420_000-60_000 {
+		t.Fatalf("balance %s", b)
+	}
+	clip := probeURL(t, run["outputs"].(map[string]any)["video"].(string), "video/mp4")
+	near(t, "the clip", clip.duration, 5, 0.1)
+	if clip.width != 720 || clip.height != 1280 || clip.video != 1 || clip.audio != 1 {
+		t.Fatalf("clip %+v", clip)
+	}
+	var video, music string
+	for _, it := range listMedia(t, key, "") {
+		m := it.(map[string]any)
+		switch m["kind"] {
+		case "video":
+			video = m["id"].(string)
+			if p := m["origin"].(map[string]any)["params"].(map[string]any); p["model"] != "lumen-h3" || p["seconds"].(float64) != 5 || p["aspectRatio"] != "9:16" ||
+				m["width"].(float64) != 720 || m["height"].(float64) != 1280 {
+				t.Fatalf("video item %v", m)
+			}
+		case "audio":
+			music = m["id"].(string)
+		}
+	}
+	under := job(t, key, "/api/media/assemble", map[string]any{"operation": "music_under", "items": []string{video, music}, "musicVolume": 0.5})
+	p := probeURL(t, under["item"].(map[string]any)["url"].(string), "video/mp4")
+	near(t, "music under the clip", p.duration, 5, 0.15)
+	if p.width != 720 || p.height != 1280 || p.video != 1 || p.audio != 1 {
+		t.Fatalf("%+v", p)
+	}
 }
 
 // Generation nodes' settings are checked against the menus when the
