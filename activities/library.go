@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -236,23 +237,26 @@ func (a *Library) RunMediaJob(ctx context.Context, w MediaJobWork) (store.MediaI
 		return store.MediaItem{}, err
 	}
 	defer os.RemoveAll(workdir)
-	stage := "starting"
-	stop := heartbeatEvery(ctx, a.Renders.HeartbeatEvery, func() any { return stage })
+	// The heartbeat says what the job is doing (read by the heartbeat's
+	// goroutine, hence atomic).
+	var stage atomic.Value
+	stage.Store("starting")
+	stop := heartbeatEvery(ctx, a.Renders.HeartbeatEvery, func() any { return stage.Load() })
 	defer stop()
 
 	var path string
 	var sniffed media.Sniffed
 	if w.Kind == "import" {
-		stage = "downloading"
+		stage.Store("downloading")
 		path, sniffed, err = a.download(ctx, w.URL, workdir)
 	} else {
-		stage = "editing"
+		stage.Store("editing")
 		path, sniffed, err = a.edit(ctx, w, workdir)
 	}
 	if err != nil {
 		return store.MediaItem{}, err
 	}
-	stage = "storing"
+	stage.Store("storing")
 	// Provenance comes from the job's row when the item is recorded.
 	return a.keep(ctx, w.ItemID, path, sniffed)
 }
@@ -307,7 +311,7 @@ func (a *Library) edit(ctx context.Context, w MediaJobWork, workdir string) (str
 		if err != nil {
 			return "", media.Sniffed{}, err
 		}
-		path := filepath.Join(workdir, fmt.Sprintf("source-%d.%s", i, filepath.Ext(it.BlobKey)[1:]))
+		path := filepath.Join(workdir, fmt.Sprintf("source-%d%s", i, filepath.Ext(it.BlobKey)))
 		if err := a.fetch(ctx, it.BlobKey, path); err != nil {
 			return "", media.Sniffed{}, err
 		}
