@@ -27,6 +27,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 		"pipelinerun-success", "pipelinerun-partial", "pipelinerun-error",
 		"render-success", "render-error", "render-partial", "render-refused",
 		"topup-success", "topup-refused",
+		"mediaedit-success", "mediaedit-error", "mediaedit-refused",
 	} {
 		found := false
 		for _, f := range files {
