@@ -1,14 +1,20 @@
 package app
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/humans"
 	"conduit/internal/money"
 	"conduit/internal/store"
 )
@@ -17,7 +23,7 @@ import (
 // scripts. They need only the database.
 func accountCommand() Command {
 	return Command{
-		Summary: "account create -name N [-permissions a,b] | account pack -account ID -paid 50 -reference REF",
+		Summary: "account create -name N [-permissions a,b] [-email E] | account pack -account ID -paid 50 -reference REF",
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("account needs a subcommand: create or pack")
@@ -33,7 +39,7 @@ func accountCommand() Command {
 			svc := &accounts.Service{Store: st}
 			switch args[0] {
 			case "create":
-				return createAccount(ctx, svc, env.Stdout, args[1:])
+				return createAccount(ctx, svc, &humans.Service{Store: st}, env, args[1:])
 			case "pack":
 				return recordPack(ctx, svc, env.Stdout, args[1:])
 			default:
@@ -43,12 +49,34 @@ func accountCommand() Command {
 	}
 }
 
-func createAccount(ctx context.Context, svc *accounts.Service, out io.Writer, args []string) error {
+// PasswordEnv names the environment variable `account create -email`
+// reads the new login's password from; without it the password is read
+// from standard input. Never a flag: a flag's value stays in the shell's
+// history and in every process listing.
+const PasswordEnv = "CONDUIT_ACCOUNT_PASSWORD"
+
+func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Service, env *Env, args []string) error {
 	fs := flag.NewFlagSet("account create", flag.ContinueOnError)
 	name := fs.String("name", "", "account name (required)")
-	perms := fs.String("permissions", strings.Join(apikey.AllScopes(), ","), "comma-separated scopes of the first key")
+	perms := fs.String("permissions", strings.Join(apikey.AllScopes(), ","), "comma-separated scopes of the first key (and of what the login may grant)")
+	email := fs.String("email", "", "also give the account an email sign-in; the password comes from "+PasswordEnv+" or standard input")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// Everything is checked before the account exists, so a bad email or
+	// password leaves nothing behind.
+	var password string
+	if *email != "" {
+		if _, err := humans.NormalizeEmail(*email); err != nil {
+			return err
+		}
+		var err error
+		if password, err = readPassword(env); err != nil {
+			return err
+		}
+		if err := humans.CheckNewPassword(password); err != nil {
+			return err
+		}
 	}
 	acct, err := svc.CreateAccount(ctx, *name)
 	if err != nil {
@@ -58,8 +86,41 @@ func createAccount(ctx context.Context, svc *accounts.Service, out io.Writer, ar
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "account %s (%s), balance %s USD\nkey %s: %s\n", acct.ID, acct.Name, acct.Balance, key.ID, plain)
+	fmt.Fprintf(env.Stdout, "account %s (%s), balance %s USD\nkey %s: %s\n", acct.ID, acct.Name, acct.Balance, key.ID, plain)
+	if *email != "" {
+		l, err := people.CreateLogin(ctx, acct.ID, *email, password, strings.Split(*perms, ","))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "login %s: %s signs in at /signin\n", l.ID, l.Email)
+	}
 	return nil
+}
+
+// readPassword takes the password from PasswordEnv, else the first line
+// of standard input (asked for without echo on a terminal).
+func readPassword(env *Env) (string, error) {
+	if pw, ok := os.LookupEnv(PasswordEnv); ok {
+		return pw, nil
+	}
+	if env.Stdin == nil {
+		return "", fmt.Errorf("a password is needed: set %s or pipe it to standard input", PasswordEnv)
+	}
+	if f, ok := env.Stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(os.Stderr, "password for the new login: ")
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(os.Stderr)
+		return string(b), err
+	}
+	line, err := bufio.NewReader(io.LimitReader(env.Stdin, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", fmt.Errorf("a password is needed: set %s or pipe it to standard input", PasswordEnv)
+	}
+	return line, nil
 }
 
 func recordPack(ctx context.Context, svc *accounts.Service, out io.Writer, args []string) error {

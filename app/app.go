@@ -16,8 +16,10 @@ import (
 	"conduit/frontend"
 	"conduit/internal/accounts"
 	"conduit/internal/config"
+	"conduit/internal/humans"
 	"conduit/internal/library"
 	"conduit/internal/models"
+	"conduit/internal/oauth"
 	"conduit/internal/payments"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
@@ -46,6 +48,9 @@ type Platform struct {
 	Media    *Media
 	// Library is the media library (docs/media.md).
 	Library *library.Service
+	// OAuth is the tool server's authorization server, nil while
+	// oauth.secret is not set.
+	OAuth *oauth.Provider
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -84,7 +89,22 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	}
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
 	p.Library = med.library(p, tc)
+	if err := cfg.OAuth.Ready(); err != nil {
+		log.Info("OAuth is off: assistants connect with API keys only", "reason", err)
+	} else if p.OAuth, err = NewOAuth(cfg, st); err != nil {
+		tc.Close()
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
 	return p, nil
+}
+
+// NewOAuth builds the authorization server the configuration describes.
+func NewOAuth(cfg *config.Config, st *store.Store) (*oauth.Provider, error) {
+	o := cfg.OAuth
+	return oauth.New(oauth.Config{Issuer: cfg.BaseURL(), Secret: []byte(o.Secret),
+		AccessTokenTTL: o.AccessTokenTTL, RefreshTokenTTL: o.RefreshTokenTTL, CodeTTL: o.CodeTTL}, st)
 }
 
 // Close releases the connections.
@@ -145,13 +165,23 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
-	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments, Media: p.Media.frontend(p.Config),
-		Library: p.Library, Log: p.Log}
+	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
+		Media: p.Media.frontend(p.Config), Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log}
 }
 
-// Accounts is the account and key service on this platform's store.
+// Accounts is the account and key service on this platform's store; it
+// takes OAuth access tokens as bearers too when OAuth is on.
 func (p *Platform) Accounts() *accounts.Service {
-	return &accounts.Service{Store: p.Store}
+	a := &accounts.Service{Store: p.Store}
+	if p.OAuth != nil {
+		a.Tokens = p.OAuth
+	}
+	return a
+}
+
+// Humans is the sign-in service on this platform's store.
+func (p *Platform) Humans() *humans.Service {
+	return &humans.Service{Store: p.Store, SessionTTL: p.Config.SignIn.SessionTTL}
 }
 
 func rootCause(err error) error {

@@ -32,6 +32,8 @@ type Env struct {
 	Config *config.Config
 	Log    *slog.Logger
 	Stdout io.Writer
+	// Stdin is where a command reads what must not be a flag (a password).
+	Stdin io.Reader
 }
 
 // ProductionCommands are the subcommands of the production binary. They
@@ -89,7 +91,7 @@ func Main(name string, args []string, cmds map[string]Command) int {
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.Run(ctx, &Env{Config: cfg, Log: log, Stdout: os.Stdout}, fs.Args()[1:]); err != nil {
+	if err := cmd.Run(ctx, &Env{Config: cfg, Log: log, Stdout: os.Stdout, Stdin: os.Stdin}, fs.Args()[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
 	}

@@ -7,9 +7,14 @@ import (
 
 	"conduit/internal/accounts"
 	"conduit/internal/logging"
+	"conduit/internal/oauth"
 )
 
 const principalKey = "conduit.principal"
+
+// The paths whose refusals carry OAuth challenges (errors.go): the tool
+// server and its HTTP mirror, whose routes are mounted elsewhere.
+var challengedPaths = []string{oauth.ResourcePath, "/api/v1/tools"}
 
 // authenticate resolves the bearer key; every route behind it has a caller.
 func (s *Server) authenticate(c *gin.Context) {
@@ -20,6 +25,9 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Set(principalKey, p)
 	log := logging.From(c.Request.Context()).With("account_id", p.AccountID, "key_id", p.KeyID)
+	if p.OAuth != nil {
+		log = log.With("oauth_client", p.OAuth.ClientID)
+	}
 	c.Request = c.Request.WithContext(logging.With(c.Request.Context(), log))
 	c.Next()
 }
@@ -27,8 +35,13 @@ func (s *Server) authenticate(c *gin.Context) {
 // requireScope admits only keys holding scope (403 otherwise).
 func requireScope(scope string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if !principal(c).Has(scope) {
-			writeError(c, errorf(http.StatusForbidden, "this API key lacks the %s permission", scope))
+		if p := principal(c); !p.Has(scope) {
+			what := "API key"
+			if p.ViaOAuth() {
+				what = "access token"
+			}
+			bearerChallenge(c, scope)
+			writeError(c, errorf(http.StatusForbidden, "this %s lacks the %s permission", what, scope))
 			return
 		}
 		c.Next()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -51,6 +52,10 @@ const (
 	// shapeOpenAI: {"error": {"message", "type", "code", ...extra}}
 	// (chat completions).
 	shapeOpenAI
+	// shapeOAuth: {"error": "<code>", "error_description": "message"}
+	// (RFC 6749 §5.2; the OAuth endpoints and their metadata). Code is the
+	// OAuth error code when set, else one derived from the status.
+	shapeOAuth
 )
 
 const shapeKey = "conduit.errorShape"
@@ -136,9 +141,18 @@ func writeError(c *gin.Context, e *APIError) {
 	if e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
 	}
+	if e.Status == http.StatusUnauthorized {
+		bearerChallenge(c, "")
+	}
 	shape, _ := c.Get(shapeKey)
 	var body gin.H
 	switch shape {
+	case shapeOAuth:
+		code := e.Code
+		if code == "" {
+			code = oauthCode(e.Status)
+		}
+		body = gin.H{"error": code, "error_description": e.Message}
 	case shapeOpenAI:
 		inner := gin.H{"message": e.Message, "type": openAIType(e.Status)}
 		if e.Code != "" {
@@ -180,4 +194,62 @@ func openAIType(status int) string {
 		return "invalid_request_error"
 	}
 	return "server_error"
+}
+
+// oauthCode names an OAuth error (RFC 6749 §5.2) for a status.
+func oauthCode(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests, status == http.StatusServiceUnavailable:
+		return "temporarily_unavailable"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request"
+}
+
+const challengeKey = "conduit.bearerChallenge"
+
+// challenged marks the requests whose refusals carry an OAuth challenge:
+// the tool server (/api/mcp) and its HTTP mirror (/api/v1/tools). A 401
+// there says, per RFC 9728 §5.1 and the MCP authorization spec, where the
+// Protected Resource Metadata is (resource_metadata), with
+// error="invalid_token" when a credential was sent; a scope refusal says
+// error="insufficient_scope" and the scope (RFC 6750 §3.1). An assistant
+// that knows only the server's URL starts its OAuth flow from there.
+func (s *Server) challenged(c *gin.Context) {
+	for _, prefix := range challengedPaths {
+		if p := c.Request.URL.Path; p == prefix || strings.HasPrefix(p, prefix+"/") {
+			meta := ""
+			if s.deps.OAuth != nil {
+				meta = s.deps.OAuth.ResourceMetadataURL()
+			}
+			c.Set(challengeKey, meta)
+			break
+		}
+	}
+	c.Next()
+}
+
+// bearerChallenge sets WWW-Authenticate on a challenged request; scope,
+// when set, is the scope a 403 found missing.
+func bearerChallenge(c *gin.Context, scope string) {
+	v, ok := c.Get(challengeKey)
+	if !ok {
+		return
+	}
+	var params []string
+	switch {
+	case scope != "":
+		params = append(params, `error="insufficient_scope"`, fmt.Sprintf("scope=%q", scope))
+	case c.GetHeader("Authorization") != "":
+		params = append(params, `error="invalid_token"`)
+	}
+	if meta, _ := v.(string); meta != "" {
+		params = append(params, fmt.Sprintf("resource_metadata=%q", meta))
+	}
+	h := "Bearer"
+	if len(params) > 0 {
+		h += " " + strings.Join(params, ", ")
+	}
+	c.Header("WWW-Authenticate", h)
 }

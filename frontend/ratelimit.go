@@ -81,3 +81,23 @@ func (s *Server) walletAllowed(c *gin.Context, network, payer string) bool {
 	fail(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry))
 	return false
 }
+
+// registrationLimiter bounds dynamic client registrations per address
+// (oauth.register_rate_limit): registering needs no credential, so this
+// is what keeps one caller from filling the clients table. Beyond it: 429
+// in OAuth's error shape with Retry-After.
+func (s *Server) registrationLimiter() gin.HandlerFunc {
+	rate, err := limiter.NewRateFromFormatted(s.deps.Config.OAuth.RegisterRateLimit)
+	if err != nil {
+		panic(err) // config.Validate refuses a malformed rate
+	}
+	l := limiter.New(memory.NewStore(), rate)
+	return mgin.NewMiddleware(l, mgin.WithKeyGetter(addressKey), mgin.WithLimitReachedHandler(func(c *gin.Context) {
+		retry := int64(1)
+		if reset, err := strconv.ParseInt(c.Writer.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			retry = max(1, reset-time.Now().Unix())
+		}
+		c.Header("Retry-After", strconv.FormatInt(retry, 10))
+		writeError(c, errorf(http.StatusTooManyRequests, "too many client registrations: at most %d per %s from one address; retry after %d s", rate.Limit, rate.Period, retry))
+	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
+}

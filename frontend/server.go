@@ -17,8 +17,10 @@ import (
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
 	"conduit/internal/config"
+	"conduit/internal/humans"
 	"conduit/internal/library"
 	"conduit/internal/models"
+	"conduit/internal/oauth"
 	"conduit/internal/payments"
 	"conduit/internal/store"
 )
@@ -35,7 +37,12 @@ type Deps struct {
 	Media    Media
 	// Library is the media library (nil or off: its routes answer 503).
 	Library *library.Service
-	Log     *slog.Logger
+	// OAuth is the tool server's authorization server; nil while OAuth is
+	// not configured (its endpoints answer 503, API keys still work).
+	OAuth *oauth.Provider
+	// Humans signs people in (the consent page, the dashboard).
+	Humans *humans.Service
+	Log    *slog.Logger
 	// DevTools mounts the dev-only routes (POST /dev/x402/mint). Only the
 	// dev command and the test harness set it; the production binary never
 	// does.
@@ -53,6 +60,12 @@ type Server struct {
 	deliveries *deliveries
 	// addresses is the per-address budget every paid route shares.
 	addresses gin.HandlerFunc
+	// signins counts sign-in attempts per address and per email;
+	// registerLimit bounds client registrations per address.
+	signins       *limiter.Limiter
+	registerLimit gin.HandlerFunc
+	// crossOrigin refuses form posts from other sites.
+	crossOrigin *http.CrossOriginProtection
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -62,6 +75,9 @@ func New(d Deps) *Server {
 	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()
+	s.signins = s.signInLimiter()
+	s.registerLimit = s.registrationLimiter()
+	s.crossOrigin = http.NewCrossOriginProtection()
 	r := gin.New()
 	// The client address (per-address rate limits, the access log) is the
 	// TCP peer, unless that peer is one of http.trusted_proxies: then its
@@ -75,7 +91,7 @@ func New(d Deps) *Server {
 	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	r.Use(requestContext(d.Log), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery())
+	r.Use(requestContext(d.Log), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
 	r.NoRoute(func(c *gin.Context) {
 		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -107,6 +123,12 @@ func New(d Deps) *Server {
 	if d.DevTools && d.Config.Temporal.CodecKeys != "" {
 		s.mountCodec(r)
 	}
+
+	// Human sign-in and the OAuth authorization server (docs/oauth.md).
+	edge.GET(SignInPath, s.signInPage)
+	edge.POST(SignInPath, s.signIn)
+	edge.POST(SignOutPath, s.signOut)
+	s.mountOAuth(r)
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).

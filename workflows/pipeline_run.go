@@ -152,23 +152,16 @@ type RunRequest struct {
 	RequestHash string
 }
 
-// RunAdmission answers the admission update.
+// RunAdmission answers the admission update: the admission step's
+// outcome (activities.OpenedRun), whether the run is open, and what a
+// refusal needs to say.
 type RunAdmission struct {
+	activities.OpenedRun
 	// Accepted: RunID is open (or, with Existing, was admitted before
 	// under the same Idempotency-Key).
-	Accepted   bool
-	RunID      string
-	Version    int
-	Status     string
-	StartedAt  time.Time
-	WorkflowID string
-	Existing   bool
-	// Conflict: the Idempotency-Key is bound to a different request.
-	Conflict bool
-	// Insufficient: the balance (Balance) cannot cover the hold (Held).
-	Insufficient bool
-	Balance      money.Micros
-	Held         money.Micros
+	Accepted bool
+	// Held is the hold the run asked for (what Balance could not cover).
+	Held money.Micros
 	// Expired: the workflow ran too late to admit (AdmitWithin).
 	Expired bool
 }
@@ -224,7 +217,7 @@ func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 			return RunAdmission{}, admitErr
 		}
 		if req.RequestHash != in.RequestHash {
-			return RunAdmission{Conflict: true, RunID: admission.RunID}, nil
+			return RunAdmission{OpenedRun: activities.OpenedRun{Conflict: true, RunID: admission.RunID}}, nil
 		}
 		return *admission, nil
 	}); err != nil {
@@ -273,14 +266,7 @@ func (r *runner) admit(ctx workflow.Context) (RunAdmission, error) {
 	}}).Get(ctx, &opened); err != nil {
 		return RunAdmission{}, err
 	}
-	switch {
-	case opened.Insufficient:
-		return RunAdmission{Insufficient: true, Balance: opened.Balance, Held: in.Held}, nil
-	case opened.Conflict:
-		return RunAdmission{Conflict: true, RunID: opened.RunID}, nil
-	}
-	return RunAdmission{Accepted: true, RunID: opened.RunID, Version: opened.Version, Status: opened.Status,
-		StartedAt: opened.StartedAt, WorkflowID: opened.WorkflowID, Existing: opened.Existing}, nil
+	return RunAdmission{OpenedRun: opened, Accepted: !opened.Insufficient && !opened.Conflict, Held: in.Held}, nil
 }
 
 // shortCtx runs a short database step: a local activity (in the workflow

@@ -212,6 +212,10 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	}
 	// Every test calls from 127.0.0.1; the limit itself has its own tests.
 	cfg.X402.RateLimit = "100000-M"
+	cfg.SignIn.RateLimit = "100000-M"
+	cfg.OAuth.RegisterRateLimit = "100000-M"
+	// OAuth on, with a fresh secret.
+	cfg.OAuth.Secret = hexutil.Encode(crypto.Keccak256([]byte("oauth " + dir)))
 	// Pay-per-call: a fresh signing secret, files under the test folder,
 	// fast heartbeats so a killed worker's render moves on quickly.
 	cfg.Media.Secret = hexutil.Encode(crypto.Keccak256([]byte(dir)))
@@ -234,7 +238,8 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		}
 	}
 	// A stopped worker is a crashed one here (tests kill workers
-	// mid-render); draining on stop is the production default.
+	// mid-render); draining on stop is the production default, which
+	// StartDrainingWorker gives a test.
 	cfg.Temporal.StopTimeout = 0
 	// Every payload the tests' workflows write is sealed, as in production;
 	// when histories are captured, with the key kept beside them so the
@@ -293,7 +298,34 @@ func (e *Env) StartWorker() error {
 	return nil
 }
 
-// StopWorker stops the worker, as a crash or a deploy would.
+// StartDrainingWorker starts the real worker (no-op when one runs) with
+// temporal.stop_timeout set to stopTimeout, as production sets it: the
+// next StopWorker then stops polling and waits up to stopTimeout for the
+// running activities to finish before cancelling them, as a deploy does,
+// where the harness's own worker (stop timeout 0) is stopped like a crash.
+// After that stop, StartWorker starts the harness's usual worker again.
+func (e *Env) StartDrainingWorker(stopTimeout time.Duration) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.worker != nil {
+		return nil
+	}
+	// The platform's worker reads its settings from the configuration:
+	// hand it a copy of both that differs only in the stop timeout.
+	cfg := *e.Config
+	cfg.Temporal.StopTimeout = stopTimeout
+	p := *e.Platform
+	p.Config = &cfg
+	w, err := p.StartWorker(context.Background())
+	if err != nil {
+		return err
+	}
+	e.worker = w
+	return nil
+}
+
+// StopWorker stops the worker, as a crash or a deploy would (see
+// StartDrainingWorker); it returns when the worker has stopped.
 func (e *Env) StopWorker() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -437,6 +469,28 @@ func (e *Env) NewAccount(t testing.TB, scopes ...string) (accountID, key string)
 		t.Fatal(err)
 	}
 	return acct.ID, plain
+}
+
+// NewLogin opens a fresh account with an email sign-in whose login may
+// grant scopes (every scope when none are named), and returns the
+// account, the email and the password.
+func (e *Env) NewLogin(t testing.TB, scopes ...string) (accountID, email, password string) {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := e.Platform.Accounts().CreateAccount(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var perms []string
+	if len(scopes) > 0 {
+		perms = scopes
+	}
+	email = strings.ToLower(strings.ReplaceAll(acct.ID, "_", "-")) + "@test.conduit.local"
+	password = "pw-" + acct.ID + "-long-enough"
+	if _, err := e.Platform.Humans().CreateLogin(ctx, acct.ID, email, password, perms); err != nil {
+		t.Fatal(err)
+	}
+	return acct.ID, email, password
 }
 
 // Bearer is the Authorization header pair for Do.

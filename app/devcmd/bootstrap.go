@@ -2,6 +2,7 @@ package devcmd
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/humans"
 )
 
 // DevAccountID is the account the dev command creates for its user.
@@ -17,6 +19,28 @@ const DevAccountID = "acct_dev"
 // KeyFile is where the dev command keeps the dev account's all-scopes key,
 // relative to the data folder, so scripts can read it.
 const KeyFile = "dev-api-key"
+
+// DevEmail signs in to the dev account (the consent page, the dashboard).
+const DevEmail = "dev@conduit.local"
+
+// PasswordFile is where the dev command keeps the dev login's password,
+// relative to the data folder.
+const PasswordFile = "dev-login-password"
+
+// bootstrapLogin makes sure DevEmail signs in to the dev account with the
+// password kept in PasswordFile (a random one, made on first start), and
+// returns that password. Whatever the login's password was, the file's
+// wins: the file is the dev's record of it.
+func bootstrapLogin(ctx context.Context, svc *humans.Service, dataDir string) (string, error) {
+	password, err := kept(dataDir, PasswordFile, func() (string, error) { return rand.Text(), nil })
+	if err != nil {
+		return "", err
+	}
+	if _, err := svc.EnsureLogin(ctx, DevAccountID, DevEmail, password, apikey.AllScopes()); err != nil {
+		return "", err
+	}
+	return password, nil
+}
 
 // bootstrap makes sure the dev account exists and that the key file holds a
 // working all-scopes key, minting one when the file is missing or stale.

@@ -83,6 +83,9 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err := localMedia(cfg, dataDir); err != nil {
 		return err
 	}
+	if err := localOAuth(cfg, dataDir); err != nil {
+		return err
+	}
 	renderTools(cfg, env.Log)
 
 	p, err := app.Open(ctx, cfg, env.Log)
@@ -95,11 +98,15 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	banner(env, p, dataDir, stack, key, time.Since(started))
+	password, err := bootstrapLogin(ctx, p.Humans(), dataDir)
+	if err != nil {
+		return err
+	}
+	banner(env, p, dataDir, stack, key, password, time.Since(started))
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
 }
 
-func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key string, took time.Duration) {
+func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key, password string, took time.Duration) {
 	w := env.Stdout
 	fmt.Fprintf(w, "\nconduit dev is up (%s)\n", took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  API           %s   (health: %s/healthz)\n", env.Config.BaseURL(), env.Config.BaseURL())
@@ -110,6 +117,10 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 	fmt.Fprintf(w, "  PostgreSQL    %s\n", redact(s.DatabaseURL))
 	fmt.Fprintf(w, "  data folder   %s\n", dataDir)
 	fmt.Fprintf(w, "  dev API key   %s   (also in %s)\n", key, filepath.Join(dataDir, KeyFile))
+	fmt.Fprintf(w, "  dev login     %s / %s   (at %s%s; password also in %s)\n", DevEmail, password, env.Config.BaseURL(), frontend.SignInPath, filepath.Join(dataDir, PasswordFile))
+	if p.OAuth != nil {
+		fmt.Fprintf(w, "  tool server   %s (OAuth: %s)\n", p.OAuth.Resource(), p.OAuth.ResourceMetadataURL())
+	}
 	if pay := p.Payments; pay.Enabled() && pay.Chain != nil {
 		fmt.Fprintf(w, "  x402 top-up   %s%s\n", env.Config.BaseURL(), payments.TopUpPath)
 		fmt.Fprintf(w, "  x402 networks %s (%s EVM chain, token %s)\n", pay.Network, playOrLocal(pay.Network), pay.Chain.Token.Hex())
@@ -190,6 +201,24 @@ func kept(dataDir, name string, fresh func() (string, error)) (string, error) {
 		return "", err
 	}
 	return v, os.WriteFile(path, []byte(v), 0o600)
+}
+
+// localOAuth gives the authorization server its token secret, kept in
+// the data folder so tokens survive restarts, unless oauth.secret is set.
+func localOAuth(cfg *config.Config, dataDir string) error {
+	if cfg.OAuth.Secret != "" {
+		return nil
+	}
+	b, err := kept(dataDir, "oauth-secret", func() (string, error) {
+		buf := make([]byte, 32)
+		_, err := rand.Read(buf)
+		return hex.EncodeToString(buf), err
+	})
+	if err != nil {
+		return err
+	}
+	cfg.OAuth.Secret = b
+	return nil
 }
 
 // localCodec seals workflow payloads with a key generated once and kept in

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"conduit/internal/apikey"
@@ -24,6 +25,17 @@ const FreeCredit = 5 * money.USD
 // Service applies the rules on top of the store.
 type Service struct {
 	Store *store.Store
+	// Tokens, when set, resolves bearer values that are not API keys:
+	// OAuth access tokens (internal/oauth). Nil: only API keys.
+	Tokens TokenVerifier
+}
+
+// TokenVerifier resolves an OAuth access token to its caller: valid,
+// unexpired, unrevoked and issued for this service's resource. Anything
+// else is ErrUnauthenticated; other errors mean the check itself failed
+// (the database is down).
+type TokenVerifier interface {
+	VerifyAccessToken(ctx context.Context, token string) (Principal, error)
 }
 
 // InputError is a request the caller must fix (400).
@@ -57,9 +69,30 @@ var (
 // Principal is the authenticated caller.
 type Principal struct {
 	AccountID string
-	KeyID     string
-	Scopes    []string
+	// KeyID is the API key's id; empty for an OAuth access token.
+	KeyID  string
+	Scopes []string
+	// OAuth is set when the caller presented an OAuth access token instead
+	// of an API key (create_api_key is meant for such connections).
+	OAuth *OAuthGrant
 }
+
+// OAuthGrant says which OAuth grant an access token belongs to.
+type OAuthGrant struct {
+	// ClientID is the registered client (the assistant) holding the token.
+	ClientID string
+	// GrantID names the grant: every token refreshed from the same
+	// consent shares it, and revoking one revokes them all.
+	GrantID string
+	// LoginID is the human login that consented.
+	LoginID string
+	// Expires is when this access token stops working.
+	Expires time.Time
+}
+
+// ViaOAuth reports whether the caller authenticated with an OAuth access
+// token rather than an API key.
+func (p Principal) ViaOAuth() bool { return p.OAuth != nil }
 
 // Has reports whether the caller holds scope.
 func (p Principal) Has(scope string) bool {
@@ -244,8 +277,13 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (Princ
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return Principal{}, ErrUnauthenticated
 	}
-	prefix, secret, err := apikey.Split(strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	prefix, secret, err := apikey.Split(token)
 	if err != nil {
+		// Not shaped like an API key: an OAuth access token, if anything.
+		if s.Tokens != nil && token != "" {
+			return s.Tokens.VerifyAccessToken(ctx, token)
+		}
 		return Principal{}, ErrUnauthenticated
 	}
 	k, hash, err := s.Store.KeyByPrefix(ctx, prefix)

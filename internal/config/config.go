@@ -35,6 +35,8 @@ type Config struct {
 	Runs     Runs     `mapstructure:"runs"`
 	X402     X402     `mapstructure:"x402"`
 	Media    Media    `mapstructure:"media"`
+	OAuth    OAuth    `mapstructure:"oauth"`
+	SignIn   SignIn   `mapstructure:"signin"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -382,7 +384,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -482,6 +484,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateModels()...)
 	errs = append(errs, c.validateMedia()...)
 	errs = append(errs, c.validateAudio()...)
+	errs = append(errs, c.validateOAuth()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

@@ -1,0 +1,248 @@
+// Package oauth is the authorization server of the tool server (OAuth
+// 2.1, built on ory/fosite) and the resource side's token check. Clients
+// register themselves (RFC 7591), a signed-in human approves them on the
+// consent page, and they get short-lived access tokens bound to the tool
+// server (RFC 8707) with rotating refresh tokens. Tokens are opaque HMAC
+// values whose signatures alone are stored (internal/store). The frontend
+// mounts the endpoints and renders the pages; the rules are here.
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/compose"
+
+	"conduit/internal/accounts"
+	"conduit/internal/apikey"
+	"conduit/internal/store"
+)
+
+// The endpoints, relative to the issuer (the service's public URL).
+const (
+	ServerMetadataPath   = "/.well-known/oauth-authorization-server"
+	ResourceMetadataPath = "/.well-known/oauth-protected-resource"
+	AuthorizePath        = "/oauth/authorize"
+	TokenPath            = "/oauth/token"
+	RegisterPath         = "/oauth/register"
+	RevokePath           = "/oauth/revoke"
+	// ResourcePath is the protected resource: the tool server.
+	ResourcePath = "/api/mcp"
+)
+
+// Config is what the authorization server needs.
+type Config struct {
+	// Issuer is the service's public base URL, without a trailing slash.
+	Issuer string
+	// Secret keys the tokens' HMAC (at least 32 bytes).
+	Secret          []byte
+	AccessTokenTTL  time.Duration
+	RefreshTokenTTL time.Duration
+	CodeTTL         time.Duration
+}
+
+// Provider is the authorization server and the access-token verifier.
+type Provider struct {
+	cfg      Config
+	store    *store.Store
+	f        *fosite.Fosite
+	resource string
+}
+
+// stateOptional lets an authorization request come without "state":
+// OAuth 2.1 makes it optional when PKCE is used (which is enforced here),
+// and MCP clients in the field omit it. fosite otherwise demands 8
+// characters of it.
+type stateOptional struct{ *fosite.Config }
+
+func (stateOptional) GetMinParameterEntropy(context.Context) int { return 0 }
+
+// New builds the authorization server on the store.
+func New(cfg Config, st *store.Store) (*Provider, error) {
+	if len(cfg.Secret) < 32 {
+		return nil, errors.New("the OAuth secret must be at least 32 bytes")
+	}
+	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
+	p := &Provider{cfg: cfg, store: st, resource: cfg.Issuer + ResourcePath}
+	fc := &fosite.Config{
+		AccessTokenLifespan:   cfg.AccessTokenTTL,
+		RefreshTokenLifespan:  cfg.RefreshTokenTTL,
+		AuthorizeCodeLifespan: cfg.CodeTTL,
+		GlobalSecret:          cfg.Secret,
+		AccessTokenIssuer:     cfg.Issuer,
+		TokenURL:              cfg.Issuer + TokenPath,
+		// Scopes and audiences are compared as whole strings.
+		ScopeStrategy:            fosite.ExactScopeStrategy,
+		AudienceMatchingStrategy: fosite.ExactAudienceMatchingStrategy,
+		// PKCE with S256 on every authorization; "plain" is refused.
+		EnforcePKCE:                    true,
+		EnablePKCEPlainChallengeMethod: false,
+		// https redirects, or http to the loopback interface; no custom
+		// schemes.
+		RedirectSecureChecker: fosite.IsRedirectURISecureStrict,
+		// Every grant with the refresh_token grant type gets a refresh
+		// token (fosite's default wants an "offline" scope).
+		RefreshTokenScopes: []string{},
+		// The resource side accepts access tokens only, never a refresh
+		// token presented as a bearer.
+		DisableRefreshTokenValidation: true,
+	}
+	strategy := compose.NewOAuth2HMACStrategy(fc)
+	provider := compose.Compose(fc, &storage{st: st, resource: p.resource}, strategy,
+		compose.OAuth2AuthorizeExplicitFactory,
+		compose.OAuth2PKCEFactory,
+		compose.OAuth2RefreshTokenGrantFactory,
+		compose.OAuth2TokenIntrospectionFactory,
+		compose.OAuth2TokenRevocationFactory,
+	)
+	f, ok := provider.(*fosite.Fosite)
+	if !ok {
+		return nil, fmt.Errorf("fosite returned %T", provider)
+	}
+	f.Config = stateOptional{fc}
+	p.f = f
+	return p, nil
+}
+
+// Issuer is the authorization server's identifier (the public base URL).
+func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
+// Resource is the protected resource every token is bound to: the tool
+// server's URL.
+func (p *Provider) Resource() string { return p.resource }
+
+// ResourceMetadataURL is where the tool server's Protected Resource
+// Metadata is (RFC 9728 §3.1: the well-known prefix before the resource's
+// path); 401 answers point at it.
+func (p *Provider) ResourceMetadataURL() string {
+	return p.cfg.Issuer + ResourceMetadataPath + ResourcePath
+}
+
+// ScopesSupported lists every scope a client may ask for.
+func ScopesSupported() []string { return apikey.AllScopes() }
+
+// ServerMetadata is Authorization Server Metadata (RFC 8414). Its own
+// type rather than oauthex.AuthServerMeta, which would send an empty
+// jwks_uri (there are no signing keys: tokens are opaque).
+type ServerMetadata struct {
+	Issuer                                 string   `json:"issuer"`
+	AuthorizationEndpoint                  string   `json:"authorization_endpoint"`
+	TokenEndpoint                          string   `json:"token_endpoint"`
+	RegistrationEndpoint                   string   `json:"registration_endpoint"`
+	RevocationEndpoint                     string   `json:"revocation_endpoint"`
+	ScopesSupported                        []string `json:"scopes_supported"`
+	ResponseTypesSupported                 []string `json:"response_types_supported"`
+	ResponseModesSupported                 []string `json:"response_modes_supported"`
+	GrantTypesSupported                    []string `json:"grant_types_supported"`
+	TokenEndpointAuthMethodsSupported      []string `json:"token_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthMethodsSupported []string `json:"revocation_endpoint_auth_methods_supported"`
+	CodeChallengeMethodsSupported          []string `json:"code_challenge_methods_supported"`
+	ServiceDocumentation                   string   `json:"service_documentation,omitempty"`
+}
+
+// ServerMetadata describes this authorization server.
+func (p *Provider) ServerMetadata() ServerMetadata {
+	i := p.cfg.Issuer
+	return ServerMetadata{
+		Issuer: i, AuthorizationEndpoint: i + AuthorizePath, TokenEndpoint: i + TokenPath,
+		RegistrationEndpoint: i + RegisterPath, RevocationEndpoint: i + RevokePath,
+		ScopesSupported: ScopesSupported(), ResponseTypesSupported: []string{"code"}, ResponseModesSupported: []string{"query"},
+		GrantTypesSupported:                    []string{"authorization_code", "refresh_token"},
+		TokenEndpointAuthMethodsSupported:      []string{"none"},
+		RevocationEndpointAuthMethodsSupported: []string{"none"},
+		CodeChallengeMethodsSupported:          []string{"S256"},
+	}
+}
+
+// ResourceMetadata is the tool server's Protected Resource Metadata (RFC
+// 9728): this server issues its tokens, sent in the Authorization header.
+func (p *Provider) ResourceMetadata() *oauthex.ProtectedResourceMetadata {
+	return &oauthex.ProtectedResourceMetadata{
+		Resource: p.resource, AuthorizationServers: []string{p.cfg.Issuer},
+		ScopesSupported: ScopesSupported(), BearerMethodsSupported: []string{"header"},
+		ResourceName: "Conduit tool server",
+	}
+}
+
+// errInvalidTarget is RFC 8707 §2's refusal of a resource this server
+// does not issue tokens for.
+func errInvalidTarget(resource string) error {
+	return &fosite.RFC6749Error{ErrorField: "invalid_target", CodeField: http.StatusBadRequest,
+		DescriptionField: fmt.Sprintf("The resource %q is not served here; tokens are issued for %s only.", resource, "the tool server")}
+}
+
+// checkResource applies RFC 8707: every resource parameter must name the
+// tool server (absent means the tool server).
+func (p *Provider) checkResource(values []string) error {
+	for _, v := range values {
+		if strings.TrimSuffix(v, "/") != p.resource {
+			return errInvalidTarget(v)
+		}
+	}
+	return nil
+}
+
+// Token is the token endpoint (RFC 6749 §3.2): codes and refresh tokens
+// for access tokens, in OAuth's JSON and error format.
+func (p *Provider) Token(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	sess := newSession()
+	// The resource is checked before fosite looks at the grant, so a
+	// refused request uses up no code.
+	if err := r.ParseForm(); err == nil {
+		if err := p.checkResource(r.PostForm["resource"]); err != nil {
+			p.f.WriteAccessError(ctx, w, fosite.NewAccessRequest(sess), err)
+			return
+		}
+	}
+	ar, err := p.f.NewAccessRequest(ctx, r, sess)
+	if err != nil {
+		p.f.WriteAccessError(ctx, w, ar, err)
+		return
+	}
+	resp, err := p.f.NewAccessResponse(ctx, ar)
+	if err != nil {
+		p.f.WriteAccessError(ctx, w, ar, err)
+		return
+	}
+	p.f.WriteAccessResponse(ctx, w, ar, resp)
+}
+
+// Revoke is token revocation (RFC 7009): a client revokes its access or
+// refresh token, and with it the whole grant. An unknown token is a 200.
+func (p *Provider) Revoke(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	p.f.WriteRevocationResponse(ctx, w, p.f.NewRevocationRequest(ctx, r))
+}
+
+// VerifyAccessToken is the resource side (accounts.TokenVerifier): a
+// valid, unexpired, unrevoked access token whose audience is the tool
+// server is its account, holding the token's scopes. Anything else is
+// accounts.ErrUnauthenticated; a database outage is returned as it is.
+func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (accounts.Principal, error) {
+	if len(token) > 512 || !strings.HasPrefix(token, "ory_at_") {
+		return accounts.Principal{}, accounts.ErrUnauthenticated
+	}
+	sess := newSession()
+	use, ar, err := p.f.IntrospectToken(ctx, token, fosite.AccessToken, sess)
+	if err != nil {
+		if store.Unavailable(err) {
+			return accounts.Principal{}, err
+		}
+		return accounts.Principal{}, accounts.ErrUnauthenticated
+	}
+	if use != fosite.AccessToken || !slices.Contains(ar.GetGrantedAudience(), p.resource) || sess.Subject == "" {
+		return accounts.Principal{}, accounts.ErrUnauthenticated
+	}
+	login, _ := sess.Extra["login"].(string)
+	scopes := slices.Clone([]string(ar.GetGrantedScopes()))
+	slices.Sort(scopes)
+	return accounts.Principal{AccountID: sess.Subject, Scopes: scopes, OAuth: &accounts.OAuthGrant{
+		ClientID: ar.GetClient().GetID(), GrantID: ar.GetID(), LoginID: login, Expires: sess.GetExpiresAt(fosite.AccessToken),
+	}}, nil
+}
