@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -59,6 +60,20 @@ type OpenedRun struct {
 	// Insufficient: the balance cannot cover the hold; Balance is it.
 	Insufficient bool
 	Balance      money.Micros
+	// Expired: too late to admit (store.NewRun.AdmitBy); nothing written.
+	Expired bool
+	// Recorded is what an Existing run recorded, once it has finished.
+	Recorded *RecordedRun
+}
+
+// RecordedRun is what a finished run recorded.
+type RecordedRun struct {
+	Outputs          map[string]string
+	Nodes            json.RawMessage
+	PromptTokens     int
+	CompletionTokens int
+	Cost             money.Micros
+	Error            string
 }
 
 // Open writes the run and holds its credit (store.StartRun). It is the
@@ -74,9 +89,16 @@ func (r *Runs) Open(ctx context.Context, in OpenRunInput) (OpenedRun, error) {
 		return OpenedRun{Insufficient: true, Balance: bal}, nil
 	case errors.Is(err, store.ErrRequestMismatch):
 		return OpenedRun{RunID: run.RunID, Conflict: true}, nil
+	case errors.Is(err, store.ErrAdmissionExpired):
+		return OpenedRun{Expired: true}, nil
 	case err != nil:
 		return OpenedRun{}, err
 	}
-	return OpenedRun{RunID: run.RunID, Version: run.Version, Status: run.Status, StartedAt: run.StartedAt,
-		WorkflowID: run.WorkflowID, Existing: existing}, nil
+	out := OpenedRun{RunID: run.RunID, Version: run.Version, Status: run.Status, StartedAt: run.StartedAt,
+		WorkflowID: run.WorkflowID, Existing: existing}
+	if existing && run.Status != "running" {
+		out.Recorded = &RecordedRun{Outputs: run.Outputs, Nodes: run.Nodes, PromptTokens: run.PromptTokens,
+			CompletionTokens: run.CompletionTokens, Cost: run.Cost, Error: run.Error}
+	}
+	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"conduit/internal/logging"
 	"conduit/internal/pipeline"
+	"conduit/internal/runs"
 	"conduit/internal/store"
 	"conduit/workflows"
 )
@@ -145,21 +146,21 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	g, v, err := s.servingGraph(c, p)
+	serving, err := s.runs.Serving(c.Request.Context(), p)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	target, err := chatShape(g)
+	target, err := chatShape(serving.Graph)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	rr := runRequest{Kind: "chat", Inputs: map[string]string{target.entry.Key: userText}}
+	rr := runs.Request{Kind: "chat", Inputs: map[string]string{target.entry.Key: userText}}
 	if req.Stream {
 		rr.StreamNode = target.streamNode
 	}
-	run, _, err := s.startRun(c, p, g, v, rr)
+	run, _, err := s.runs.Start(c.Request.Context(), principal(c).AccountID, serving, rr)
 	if err != nil {
 		fail(c, err)
 		return

@@ -7,7 +7,6 @@ package frontend
 // such values is malformed (400), never an internal error.
 
 import (
-	"math"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -54,17 +53,6 @@ func checkInput(c *gin.Context) {
 func checkBody(b []byte) error {
 	if why := pgtext.JSONProblem(b); why != "" {
 		return errorf(http.StatusBadRequest, "request body %s; it cannot be stored", why)
-	}
-	return nil
-}
-
-// MaxVersion is the largest pipeline version number (a 32-bit integer).
-const MaxVersion = math.MaxInt32
-
-// checkVersion is the 400 for a version number that cannot exist.
-func checkVersion(n int) error {
-	if n < 1 || n > MaxVersion {
-		return errorf(http.StatusBadRequest, "version must be a published version number (1 to %d)", MaxVersion)
 	}
 	return nil
 }

@@ -3,34 +3,11 @@ package frontend
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/accounts"
-	"conduit/internal/apikey"
-	"conduit/internal/store"
 )
-
-// keyJSON is an API key on the wire; the secret appears only in the
-// creation answer, as "key".
-type keyJSON struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	Permissions   []string   `json:"permissions"`
-	Status        string     `json:"status"`
-	WalletAddress *string    `json:"walletAddress"`
-	Prefix        string     `json:"prefix"`
-	CreatedAt     time.Time  `json:"createdAt"`
-	UpdatedAt     time.Time  `json:"updatedAt"`
-	LastUsedAt    *time.Time `json:"lastUsedAt"`
-	Key           string     `json:"key,omitempty"`
-}
-
-func toKeyJSON(k store.APIKey) keyJSON {
-	return keyJSON{ID: k.ID, Name: k.Name, Permissions: k.Permissions, Status: k.Status, WalletAddress: k.WalletAddress,
-		Prefix: apikey.Display(k.Prefix), CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt, LastUsedAt: k.LastUsedAt}
-}
 
 // createKey: POST /api/keys {name, permissions?, walletAddress?}. A key
 // grants at most the permissions it holds (403 naming the rest).
@@ -55,7 +32,7 @@ func (s *Server) createKey(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out := toKeyJSON(k)
+	out := accounts.Record(k)
 	out.Key = plain
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, out)
@@ -68,9 +45,9 @@ func (s *Server) listKeys(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out := make([]keyJSON, len(keys))
+	out := make([]accounts.KeyRecord, len(keys))
 	for i, k := range keys {
-		out[i] = toKeyJSON(k)
+		out[i] = accounts.Record(k)
 	}
 	c.JSON(http.StatusOK, gin.H{"keys": out})
 }
@@ -82,7 +59,7 @@ func (s *Server) getKey(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toKeyJSON(k))
+	c.JSON(http.StatusOK, accounts.Record(k))
 }
 
 // updateKey: PATCH /api/keys/{id} with any of name, permissions, status,
@@ -130,7 +107,7 @@ func (s *Server) updateKey(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toKeyJSON(k))
+	c.JSON(http.StatusOK, accounts.Record(k))
 }
 
 // deleteKey: DELETE /api/keys/{id} revokes the key for good.

@@ -27,7 +27,9 @@ import (
 	"conduit/internal/money"
 	"conduit/internal/payments"
 	"conduit/internal/pricing"
+	"conduit/internal/runs"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/internal/ticket"
 	"conduit/internal/x402"
 	"conduit/workflows"
@@ -181,7 +183,7 @@ func (s *Server) sell(c *gin.Context, o order) {
 	pay := s.deps.Payments
 	ctx := c.Request.Context()
 	challenge := x402.Challenge(x402.ResourceInfo{URL: s.url(o.kind.path), Description: o.description, MimeType: "application/json"}, o.price, pay.Offers, "")
-	runID := newRunID(time.Now())
+	runID := runs.NewRunID(time.Now())
 	pp, err := pay.Take(ctx, c.GetHeader(x402.HeaderPaymentSignature), challenge,
 		payments.Purchase{Amount: o.price, Resource: o.kind.path, Purpose: workflows.RenderWorkflowID(runID)})
 	var refused *payments.Refused
@@ -471,10 +473,7 @@ func (s *Server) renderStage(ctx context.Context, runID string) (string, bool) {
 // askOpen answers an open workflow's query into out, giving up after a
 // second: polling answers from PostgreSQL rather than wait on Temporal.
 func (s *Server) askOpen(ctx context.Context, workflowID, query string, out any) bool {
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	v, err := s.deps.Temporal.QueryWorkflow(qctx, workflowID, "", query)
-	return err == nil && v.Get(out) == nil
+	return temporalx.AskOpen(ctx, s.deps.Temporal, workflowID, query, out)
 }
 
 // record is the run record of spec §2.3 (§2.4 for speech).
@@ -642,7 +641,7 @@ func (s *Server) retryMediaRun(c *gin.Context, k mediaKind) {
 			price = k.reprice(req)
 		}
 	}
-	runID := newRunID(time.Now())
+	runID := runs.NewRunID(time.Now())
 	in := workflows.RenderInput{
 		Run: store.NewMediaRun{
 			RunID: runID, Kind: k.name, Request: req, RequestHash: requestHash(k.name, req),

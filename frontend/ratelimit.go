@@ -22,7 +22,14 @@ func (s *Server) paidRateLimit() gin.HandlerFunc { return s.addresses }
 
 // addressLimiter builds the shared per-address middleware, once per Server.
 func (s *Server) addressLimiter() gin.HandlerFunc {
-	rate, err := limiter.NewRateFromFormatted(s.deps.Config.X402.RateLimit)
+	return perAddress(s.deps.Config.X402.RateLimit, "rate limit exceeded: at most %d calls per %s from one address; retry after %d s")
+}
+
+// perAddress limits requests per client address (addressKey) to the
+// formatted rate; beyond it, a 429 with Retry-After whose message is
+// format(limit, period, retry seconds), in the route's error shape.
+func perAddress(formatted, format string) gin.HandlerFunc {
+	rate, err := limiter.NewRateFromFormatted(formatted)
 	if err != nil {
 		panic(err) // config.Validate refuses a malformed rate
 	}
@@ -33,7 +40,7 @@ func (s *Server) addressLimiter() gin.HandlerFunc {
 			retry = max(1, reset-time.Now().Unix())
 		}
 		c.Header("Retry-After", strconv.FormatInt(retry, 10))
-		writeError(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d calls per %s from one address; retry after %d s", rate.Limit, rate.Period, retry))
+		writeError(c, errorf(http.StatusTooManyRequests, format, rate.Limit, rate.Period, retry))
 	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
 }
 
@@ -87,17 +94,5 @@ func (s *Server) walletAllowed(c *gin.Context, network, payer string) bool {
 // is what keeps one caller from filling the clients table. Beyond it: 429
 // in OAuth's error shape with Retry-After.
 func (s *Server) registrationLimiter() gin.HandlerFunc {
-	rate, err := limiter.NewRateFromFormatted(s.deps.Config.OAuth.RegisterRateLimit)
-	if err != nil {
-		panic(err) // config.Validate refuses a malformed rate
-	}
-	l := limiter.New(memory.NewStore(), rate)
-	return mgin.NewMiddleware(l, mgin.WithKeyGetter(addressKey), mgin.WithLimitReachedHandler(func(c *gin.Context) {
-		retry := int64(1)
-		if reset, err := strconv.ParseInt(c.Writer.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
-			retry = max(1, reset-time.Now().Unix())
-		}
-		c.Header("Retry-After", strconv.FormatInt(retry, 10))
-		writeError(c, errorf(http.StatusTooManyRequests, "too many client registrations: at most %d per %s from one address; retry after %d s", rate.Limit, rate.Period, retry))
-	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
+	return perAddress(s.deps.Config.OAuth.RegisterRateLimit, "too many client registrations: at most %d per %s from one address; retry after %d s")
 }

@@ -22,7 +22,10 @@ import (
 	"conduit/internal/models"
 	"conduit/internal/oauth"
 	"conduit/internal/payments"
+	"conduit/internal/pipelines"
+	"conduit/internal/runs"
 	"conduit/internal/store"
+	"conduit/internal/tools"
 )
 
 // Deps are what the handlers need.
@@ -55,6 +58,10 @@ const ChatPath = "/api/pipelines/:id/chat/completions"
 // Server is the API server.
 type Server struct {
 	deps       Deps
+	pipes      *pipelines.Service
+	runs       *runs.Service
+	tools      *tools.Registry
+	mcp        *toolServer
 	router     *gin.Engine
 	wallets    *limiter.Limiter
 	deliveries *deliveries
@@ -73,6 +80,10 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
 	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
+	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
+	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
+		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL()}
+	s.newToolServer(d)
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()
 	s.signins = s.signInLimiter()
@@ -167,6 +178,14 @@ func New(d Deps) *Server {
 	lib.POST("/assemble", requireScope(apikey.MediaWrite), s.assembleMedia)
 	lib.POST("/edit", requireScope(apikey.MediaWrite), s.editMedia)
 
+	// The tool server and its mirror: each tool checks its own scope
+	// (docs/mcp.md), so one connection can hold any mix.
+	api.GET("/mcp", s.serveMCP)
+	api.POST("/mcp", s.serveMCP)
+	api.DELETE("/mcp", s.serveMCP)
+	api.GET("/v1/tools", s.listTools)
+	api.POST("/v1/tools/:name", s.callTool)
+
 	// Chat completions speak OpenAI's error shape from the first check on.
 	r.POST(ChatPath, useShape(shapeOpenAI), checkInput, s.authenticate,
 		requireScope(apikey.PipelinesRun), s.loadPipeline, s.chatCompletions)
@@ -186,6 +205,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 // The connection limits are in deadlines.go.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := s.httpServer()
+	srv.RegisterOnShutdown(s.mcp.closeSessions)
 	srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

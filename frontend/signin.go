@@ -48,11 +48,18 @@ var (
 	consentHTML string
 	//go:embed dashboard/message.html
 	messageHTML string
+	//go:embed dashboard/page.html
+	pageHTML string
 
-	signInTemplate  = template.Must(template.New("signin").Parse(signInHTML))
-	consentTemplate = template.Must(template.New("consent").Parse(consentHTML))
-	messageTemplate = template.Must(template.New("message").Parse(messageHTML))
+	signInTemplate  = pageTemplate("signin", signInHTML)
+	consentTemplate = pageTemplate("consent", consentHTML)
+	messageTemplate = pageTemplate("message", messageHTML)
 )
+
+// pageTemplate is a sign-in page with the shared head (dashboard/page.html).
+func pageTemplate(name, body string) *template.Template {
+	return template.Must(template.Must(template.New(name).Parse(body)).Parse(pageHTML))
+}
 
 type signInView struct {
 	Error, Email, Next, CSRF string

@@ -40,6 +40,26 @@ func KeyedRunWorkflowID(accountID, pipelineID, key string) string {
 // ends without admitting, because its caller has long been told to retry.
 const AdmitWithin = time.Minute
 
+// AnswerWithin is how late a run without an Idempotency-Key may still be
+// admitted. Its caller waits for the admission's answer (the API waits
+// 30 s) and, when none comes, is told that nothing was charged and to try
+// again, which starts a new run: without a key nothing ties the retry to
+// this one. Admitted later, the run would be charged behind that 503, and
+// with the retry the caller would pay twice (the kill campaign in
+// app/chaos found this: a worker down for 32 s, an unkeyed request
+// answered 503, its run admitted and charged once a worker was back). So
+// an unkeyed run is written only within AnswerWithin of the request, and
+// one whose admission is answered later than that (its worker died after
+// writing it and the step ran again, or the database held it up) is ended
+// at once, unrun, its hold released. The margin to the API's wait covers
+// the admission's own workflow task and clock skew. A keyed run may be
+// admitted later (AdmitWithin): a retry with the same key finds it.
+const AnswerWithin = 15 * time.Second
+
+// LateAdmissionError is the error of an unkeyed run whose admission
+// completed after AnswerWithin: it was ended without running, uncharged.
+const LateAdmissionError = "the run was admitted after its caller had stopped waiting and did not run; nothing was charged"
+
 // StatusQuery answers a run's live state (RunState).
 const StatusQuery = "status"
 
@@ -162,8 +182,11 @@ type RunAdmission struct {
 	Accepted bool
 	// Held is the hold the run asked for (what Balance could not cover).
 	Held money.Micros
-	// Expired: the workflow ran too late to admit (AdmitWithin).
-	Expired bool
+}
+
+// expiredAdmission: too late to admit (AdmitWithin, AnswerWithin).
+func expiredAdmission() RunAdmission {
+	return RunAdmission{OpenedRun: activities.OpenedRun{Expired: true}}
 }
 
 // NodeState is one node's progress.
@@ -224,12 +247,14 @@ func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 		return RunState{}, err
 	}
 	// Runs started before admission moved here were admitted by the
-	// frontend: they run as they always did.
-	if workflow.GetVersion(ctx, "admission-in-workflow", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	// frontend: they run as they always did. Version 2 holds runs without
+	// an Idempotency-Key to AnswerWithin.
+	v := workflow.GetVersion(ctx, "admission-in-workflow", workflow.DefaultVersion, 2)
+	if v == workflow.DefaultVersion {
 		r.execute(ctx)
 		return r.finish(ctx)
 	}
-	r.local = true
+	r.local, r.version = true, v
 	// Let every admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 
@@ -237,6 +262,38 @@ func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 	if err != nil {
 		admitErr = err
 		return RunState{}, err
+	}
+	if v >= 2 && in.IdempotencyKey == "" && adm.Accepted && !adm.Existing && r.since(ctx) > AnswerWithin {
+		// Written, but too late for its caller (see AnswerWithin): end it
+		// unrun and uncharged, and answer a caller still waiting that it
+		// was not admitted.
+		st, err := r.withdraw(ctx)
+		if err != nil {
+			admitErr = err
+			return st, err
+		}
+		exp := expiredAdmission()
+		admission = &exp
+		return st, nil
+	}
+	if adm.Existing && adm.RunID == in.RunID && r.recorded != nil {
+		// This request's own run, already finished: by this execution in
+		// a workflow task whose worker died before completing it (the
+		// admission step ran again and found the run finished), or by an
+		// earlier execution that the API's retry of the same request
+		// replaced. It is the caller's run, not another request's: answer
+		// it so, and end with its recorded outcome, so that whoever awaits
+		// this workflow's result (chat completions) gets the run and not
+		// an empty duplicate. (Which of the two happened cannot be told
+		// here, so the execution is labelled a duplicate.)
+		st := r.recordedState(adm.Status)
+		adm.Existing = false
+		if st.Error == LateAdmissionError {
+			adm = expiredAdmission() // withdrawn: see AnswerWithin
+		}
+		admission = &adm
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusDuplicate))
+		return st, nil
 	}
 	admission = &adm
 	if !adm.Accepted || adm.Existing {
@@ -255,18 +312,65 @@ func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 // Idempotency-Key already names).
 func (r *runner) admit(ctx workflow.Context) (RunAdmission, error) {
 	in := r.in
-	if workflow.Now(ctx).Sub(in.StartedAt) > AdmitWithin {
-		return RunAdmission{Expired: true}, nil
-	}
-	var opened activities.OpenedRun
-	if err := workflow.ExecuteLocalActivity(r.shortCtx(ctx), ActOpenRun, activities.OpenRunInput{Run: store.NewRun{
+	n := store.NewRun{
 		RunID: in.RunID, PipelineID: in.PipelineID, Version: in.Version, AccountID: in.AccountID, Kind: in.Kind,
 		IdempotencyKey: in.IdempotencyKey, RequestHash: in.RequestHash, WorkflowID: in.WorkflowID,
 		Inputs: in.Inputs, StartedAt: in.StartedAt, Hold: in.Held,
-	}}).Get(ctx, &opened); err != nil {
+	}
+	if r.version < 2 {
+		if r.since(ctx) > AdmitWithin {
+			return expiredAdmission(), nil
+		}
+	} else {
+		// The step itself refuses to write a run too late, by the
+		// database's clock, and still answers a run an earlier attempt of
+		// it wrote. Judged before the step, a step that ran again after
+		// its worker died past the deadline would skip the run it had
+		// written, leaving it running with its credit held.
+		n.AdmitBy = in.StartedAt.Add(AdmitWithin)
+		if in.IdempotencyKey == "" {
+			n.AdmitBy = in.StartedAt.Add(AnswerWithin)
+		}
+	}
+	var opened activities.OpenedRun
+	if err := workflow.ExecuteLocalActivity(r.shortCtx(ctx), ActOpenRun, activities.OpenRunInput{Run: n}).Get(ctx, &opened); err != nil {
 		return RunAdmission{}, err
 	}
-	return RunAdmission{OpenedRun: opened, Accepted: !opened.Insufficient && !opened.Conflict, Held: in.Held}, nil
+	r.recorded, opened.Recorded = opened.Recorded, nil // kept for the workflow, not sent to callers
+	return RunAdmission{OpenedRun: opened, Accepted: !opened.Insufficient && !opened.Conflict && !opened.Expired, Held: in.Held}, nil
+}
+
+// since is how long ago the run was asked for, in workflow time: the start
+// of the current workflow task, so after a local activity it is at most
+// that task's age behind (the SDK starts a new task for a long one).
+func (r *runner) since(ctx workflow.Context) time.Duration {
+	return workflow.Now(ctx).Sub(r.in.StartedAt)
+}
+
+// recordedState is the state of a run that had already finished when its
+// admission step ran (r.recorded), as it was recorded.
+func (r *runner) recordedState(status string) RunState {
+	rec := r.recorded
+	st := RunState{RunID: r.in.RunID, Status: status, Outputs: rec.Outputs, PromptTokens: rec.PromptTokens,
+		CompletionTokens: rec.CompletionTokens, Cost: rec.Cost, Error: rec.Error}
+	_ = json.Unmarshal(rec.Nodes, &st.Nodes)
+	if st.Outputs == nil {
+		st.Outputs = map[string]string{}
+	}
+	return st
+}
+
+// withdraw ends a run admitted too late for its caller before it runs:
+// an error with LateAdmissionError, its hold released (FailRun).
+func (r *runner) withdraw(ctx workflow.Context) (RunState, error) {
+	r.state.Status, r.state.Error = StatusError, LateAdmissionError
+	if err := r.run(r.shortCtx(ctx), ActFailRun, activities.FailInput{
+		RunID: r.in.RunID, Error: LateAdmissionError, FinishedAt: workflow.Now(ctx),
+	}).Get(ctx, nil); err != nil {
+		return r.state, err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusError))
+	return r.state, nil
 }
 
 // shortCtx runs a short database step: a local activity (in the workflow
@@ -302,6 +406,13 @@ type runner struct {
 	// stay in the library (recorded with the run's result).
 	media     []store.MediaItem
 	mediaCost money.Micros
+	// recorded is the outcome of a run that had already finished when its
+	// admission step ran.
+	recorded *activities.RecordedRun
+	// version is the workflow's version of admission-in-workflow: 1 judges
+	// a late admission before its step, 2 in it (store.NewRun.AdmitBy) and
+	// holds runs without an Idempotency-Key to AnswerWithin.
+	version workflow.Version
 }
 
 func (r *runner) execute(ctx workflow.Context) {

@@ -112,22 +112,153 @@ func TestAllFailedIsError(t *testing.T) {
 	}
 }
 
-// A workflow whose first step comes later than AdmitWithin (its workers
-// were down) admits nothing: its caller was told long ago to retry.
+// A run is admitted only within AdmitWithin of its request, and one
+// without an Idempotency-Key only within AnswerWithin (its caller may
+// already have been told that nothing was charged). The admission step
+// judges it, by the database's clock (store.NewRun.AdmitBy), so that a
+// step that runs again after its worker died still finds the run it wrote;
+// a late step writes nothing and the workflow admits nothing.
 func TestLateAdmissionWritesNothing(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		key      string
+		at       time.Duration
+		admitBy  time.Duration
+		admitted bool
+	}{
+		{"", AnswerWithin - time.Second, AnswerWithin, true},
+		{"", AnswerWithin + time.Second, AnswerWithin, false},
+		{"order-1", AnswerWithin + time.Second, AdmitWithin, true},
+		{"order-1", AdmitWithin + time.Second, AdmitWithin, false},
+	} {
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestWorkflowEnvironment()
+		env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
+		env.RegisterActivityWithOptions((&activities.Runs{}).Finish, activity.RegisterOptions{Name: ActFinishRun})
+		var asked store.NewRun
+		// The step as the store takes it, its clock at the workflow's time.
+		env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.OpenRunInput) (activities.OpenedRun, error) {
+			asked = in.Run
+			if t0.Add(c.at).After(in.Run.AdmitBy) {
+				return activities.OpenedRun{Expired: true}, nil
+			}
+			return activities.OpenedRun{RunID: "r1", Status: StatusRunning}, nil
+		})
+		env.OnActivity(ActFinishRun, mock.Anything, mock.Anything).Return(nil)
+		env.SetStartTime(t0.Add(c.at))
+		env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(`{"nodes":[],"edges":[]}`), StartedAt: t0, IdempotencyKey: c.key})
+		var st RunState
+		if err := env.GetWorkflowResult(&st); err != nil {
+			t.Fatal(err)
+		}
+		if !asked.AdmitBy.Equal(t0.Add(c.admitBy)) || (st.Status != StatusRefused) != c.admitted {
+			t.Fatalf("key %q at +%v: admit by %v, ended %+v", c.key, c.at, asked.AdmitBy.Sub(t0), st)
+		}
+	}
+}
+
+// An unkeyed run whose admission completes later than AnswerWithin (the
+// step ran again after its worker died, or the database held it up) is
+// ended unrun with its hold released (FailRun), and a caller still waiting
+// is told it was not admitted.
+func TestUnkeyedAdmissionCompletedLateIsWithdrawn(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
-	opened := false
-	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(func(context.Context, activities.OpenRunInput) (activities.OpenedRun, error) {
-		opened = true
-		return activities.OpenedRun{}, nil
+	env.RegisterActivityWithOptions((&activities.Runs{}).Fail, activity.RegisterOptions{Name: ActFailRun})
+	env.RegisterActivityWithOptions((&activities.Models{}).Generate, activity.RegisterOptions{Name: ActGenerate})
+	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).After(AnswerWithin+time.Second).
+		Return(activities.OpenedRun{RunID: "r1", Status: StatusRunning}, nil)
+	var failed activities.FailInput
+	env.OnActivity(ActFailRun, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.FailInput) error {
+		failed = in
+		return nil
 	})
+	generated := false
+	env.OnActivity(ActGenerate, mock.Anything, mock.Anything).Return(func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error) {
+		generated = true
+		return activities.GenerateOutput{}, nil
+	})
+	var answer RunAdmission
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(AdmissionUpdate, "caller", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { t.Errorf("update rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				answer = v.(RunAdmission)
+			},
+		}, RunRequest{RunID: "r1"})
+	}, 0)
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	env.SetStartTime(t0.Add(AdmitWithin + time.Second))
-	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), StartedAt: t0})
+	env.SetStartTime(t0)
+	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), Inputs: map[string]string{"q": "x"},
+		Held: 100, ModelTimeout: time.Minute, ModelAttempts: 2, StartedAt: t0})
 	var st RunState
-	if err := env.GetWorkflowResult(&st); err != nil || st.Status != StatusRefused || opened {
-		t.Fatalf("%+v %v opened=%v", st, err, opened)
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != StatusError || st.Error != LateAdmissionError || failed.RunID != "r1" || failed.Error != LateAdmissionError || generated {
+		t.Fatalf("%+v failed=%+v generated=%v", st, failed, generated)
+	}
+	if !answer.Expired || answer.Accepted {
+		t.Fatalf("the waiting caller was answered %+v", answer)
+	}
+}
+
+// When the admission step finds the workflow's own run already finished
+// (its worker died after finishing the run within the admission's
+// workflow task, and the task ran again), the run is not run again: the
+// caller is answered with its run (not as a replay of another request)
+// and the workflow ends with the run's recorded outcome, which chat
+// completions read.
+func TestOwnRunFoundFinishedEndsWithItsRecord(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
+	env.RegisterActivityWithOptions((&activities.Models{}).Generate, activity.RegisterOptions{Name: ActGenerate})
+	env.RegisterActivityWithOptions((&activities.Runs{}).Finish, activity.RegisterOptions{Name: ActFinishRun})
+	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(activities.OpenedRun{RunID: "r1", Status: StatusSuccess, Existing: true,
+		Recorded: &activities.RecordedRun{Outputs: map[string]string{"a": "A x", "b": "B x"}, Nodes: json.RawMessage(`[{"id":"a","type":"model","status":"success"}]`),
+			PromptTokens: 4, CompletionTokens: 4, Cost: 7}}, nil)
+	ran := false
+	env.OnActivity(ActGenerate, mock.Anything, mock.Anything).Return(func(context.Context, activities.GenerateInput) (activities.GenerateOutput, error) {
+		ran = true
+		return activities.GenerateOutput{}, nil
+	})
+	env.OnActivity(ActFinishRun, mock.Anything, mock.Anything).Return(func(context.Context, store.RunResult) error {
+		ran = true
+		return nil
+	})
+	var answer RunAdmission
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(AdmissionUpdate, "caller", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { t.Errorf("update rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				answer = v.(RunAdmission)
+			},
+		}, RunRequest{RunID: "r1"})
+	}, 0)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0)
+	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), Inputs: map[string]string{"q": "x"},
+		Held: 100, ModelTimeout: time.Minute, ModelAttempts: 2, StartedAt: t0})
+	var st RunState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if ran || st.Status != StatusSuccess || st.Outputs["a"] != "A x" || st.Cost != 7 || st.PromptTokens != 4 || len(st.Nodes) != 1 {
+		t.Fatalf("ran=%v %+v", ran, st)
+	}
+	if !answer.Accepted || answer.Existing || answer.RunID != "r1" || answer.Status != StatusSuccess {
+		t.Fatalf("the caller was answered %+v", answer)
 	}
 }

@@ -87,6 +87,13 @@ func Main(m *testing.M, env **Env) {
 	os.Exit(run(m, env))
 }
 
+// Run is Main without the exit: it returns the tests' exit code, so a
+// TestMain can remove what it prepared beside the platform (a binary it
+// built) once the platform has stopped.
+func Run(m *testing.M, env **Env) int {
+	return run(m, env)
+}
+
 func run(m *testing.M, out **Env) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

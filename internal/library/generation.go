@@ -2,6 +2,7 @@ package library
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"conduit/internal/errs"
@@ -79,4 +80,20 @@ func (s *Service) Runnable(g *pipeline.Graph) error {
 		}
 	}
 	return nil
+}
+
+// Price is what a generation node costs rendering text (an empty text, one
+// not known before the run, at the least its kind can cost), false when
+// the menus would refuse it.
+func (s *Service) Price(n *pipeline.Node, text string) (money.Micros, bool) {
+	if s.ready() != nil {
+		return 0, false
+	}
+	req, _ := request(n)
+	req.Text = text
+	if strings.TrimSpace(text) == "" {
+		req.Text = "."
+	}
+	sale, err := s.Generation.Resolve(req, true)
+	return sale.Price, err == nil
 }

@@ -51,6 +51,12 @@ type NewRun struct {
 	StartedAt      time.Time
 	// Hold is reserved from the account's credit with the run.
 	Hold money.Micros
+	// AdmitBy, when set, is the latest moment (by the database's clock) a
+	// new run may be written: later, StartRun writes nothing and answers
+	// ErrAdmissionExpired. A run an earlier attempt of the same step wrote
+	// is still returned, so a step that ran again (its worker died after
+	// writing) never leaves its run behind unanswered.
+	AdmitBy time.Time
 }
 
 const runCols = `run_id, pipeline_id, version, account_id, kind, status, idempotency_key, workflow_id, request_hash, hold_id, inputs, outputs, nodes,
@@ -70,6 +76,10 @@ func scanRun(row pgx.Row) (Run, error) {
 // different request on this pipeline.
 var ErrRequestMismatch = errors.New("idempotency key reused with a different request")
 
+// ErrAdmissionExpired: the run would be written after its NewRun.AdmitBy;
+// nothing was written.
+var ErrAdmissionExpired = errors.New("the run's admission expired")
+
 // StartRun records an accepted run and holds its credit in one transaction.
 // It is the first step of the run's workflow and may be retried: a run
 // already recorded under n.RunID is returned as it is. With an idempotency
@@ -78,7 +88,7 @@ var ErrRequestMismatch = errors.New("idempotency key reused with a different req
 // (with that run) when the key came with another request. A run
 // recorded under n.RunID that has already finished is existing too: a
 // later execution of its workflow must answer it, not run it again.
-// ErrInsufficientCredit means nothing was written.
+// ErrInsufficientCredit and ErrAdmissionExpired mean nothing was written.
 func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool, err error) {
 	var key *string
 	if n.IdempotencyKey != "" {
@@ -88,6 +98,13 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 		if key != nil {
 			// Serialise starts that share a key, so exactly one wins.
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2 || '/' || $3))`, n.AccountID, n.PipelineID, *key); err != nil {
+				return err
+			}
+		} else if !n.AdmitBy.IsZero() {
+			// Serialise attempts of one run's step (a worker presumed dead
+			// may still be running one), so a late attempt that writes
+			// nothing cannot miss a run an earlier one is writing.
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('run/' || $1))`, n.RunID); err != nil {
 				return err
 			}
 		}
@@ -112,6 +129,15 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 			}
 			if !errors.Is(err, ErrNotFound) {
 				return err
+			}
+		}
+		if !n.AdmitBy.IsZero() {
+			var late bool
+			if err := tx.QueryRow(ctx, `SELECT clock_timestamp() > $1`, n.AdmitBy).Scan(&late); err != nil {
+				return err
+			}
+			if late {
+				return ErrAdmissionExpired
 			}
 		}
 		holdID := ""

@@ -71,3 +71,13 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	return nil
 }
+
+// AskOpen answers an open workflow's query into out, giving up after a
+// second: callers that poll answer from PostgreSQL instead of waiting on
+// Temporal (a closed workflow's history may be archived, a busy one slow).
+func AskOpen(ctx context.Context, c client.Client, workflowID, query string, out any) bool {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(qctx, workflowID, "", query)
+	return err == nil && v.Get(out) == nil
+}

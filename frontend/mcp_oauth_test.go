@@ -1,0 +1,185 @@
+package frontend_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"conduit/internal/config"
+)
+
+// tokenLog records what an assistant's HTTP client asks the token
+// endpoint for (grant types), and the last access token it sent.
+type tokenLog struct {
+	mu     sync.Mutex
+	grants []string
+	bearer string
+}
+
+func (l *tokenLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/oauth/token") && r.Body != nil {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(strings.NewReader(string(b)))
+		v, _ := url.ParseQuery(string(b))
+		l.mu.Lock()
+		l.grants = append(l.grants, v.Get("grant_type"))
+		l.mu.Unlock()
+	}
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") && strings.HasSuffix(r.URL.Path, "/api/mcp") {
+		l.mu.Lock()
+		l.bearer = strings.TrimPrefix(h, "Bearer ")
+		l.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (l *tokenLog) count(grant string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, g := range l.grants {
+		if g == grant {
+			n++
+		}
+	}
+	return n
+}
+
+// connectWithOAuth connects the official Go MCP client to base's tool
+// server with nothing but its URL: the client meets the 401, discovers the
+// authorization server, registers itself, and sends the human's browser
+// through sign-in and consent (PKCE S256, the resource bound).
+func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog) *mcp.ClientSession {
+	t.Helper()
+	b := newBrowser(t, base)
+	httpClient := &http.Client{Transport: log, Timeout: 60 * time.Second}
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{callback}, ClientName: "Desk Assistant", TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		}},
+		RedirectURL:         callback,
+		RequestRefreshToken: true,
+		Client:              httpClient,
+		AuthorizationCodeFetcher: func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			u, err := url.Parse(args.URL)
+			if err != nil {
+				return nil, err
+			}
+			q := u.Query()
+			if q.Get("code_challenge_method") != "S256" || q.Get("resource") != base+"/api/mcp" {
+				t.Errorf("the client's authorization request: %s", args.URL)
+			}
+			consent := consentPage(t, b, authorization{url: args.URL}, email, password)
+			if !strings.Contains(consent.body, "Desk Assistant") {
+				t.Errorf("the consent page does not name the client: %.600s", consent.body)
+			}
+			back := decide(t, b, consent, "approve")
+			return &auth.AuthorizationResult{Code: back.Query().Get("code"), State: back.Query().Get("state")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "desk-assistant", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/api/mcp", OAuthHandler: h, HTTPClient: httpClient}, nil)
+	if err != nil {
+		t.Fatalf("connecting with OAuth: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// #16: an assistant connects to the tool server knowing only its URL, with
+// the official Go MCP client's own OAuth support — discovery, dynamic
+// registration, PKCE authorization by a signed-in human, token, refresh —
+// then authors, publishes, runs, inspects, rolls back, estimates, reads
+// the balance and mints a key. Access tokens live two seconds here (an
+// expires_in of 1 or 2: the client refreshes ahead of expiry, so every
+// call after the first refreshes, rotating refresh tokens; a 1 s lifetime
+// could round to expires_in 0, which clients read as "no expiry").
+func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
+	base := startOAuthServer(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = 2 * time.Second })
+	_, email, password := env.NewLogin(t, "pipelines:read", "pipelines:write", "pipelines:run", "keys:manage")
+	log := &tokenLog{}
+	cs := connectWithOAuth(t, base, email, password, log)
+	if log.count("authorization_code") != 1 {
+		t.Fatalf("token requests: %v", log.grants)
+	}
+
+	p := toolOK(t, cs, "create_pipeline", map[string]any{"name": "over oauth", "draft": echoGraph("{{question}}", "local-echo")})
+	id := p["id"].(string)
+	if p := toolOK(t, cs, "publish_pipeline", map[string]any{"pipelineId": id}); p["servingVersion"] != float64(1) {
+		t.Fatalf("publish: %v", p)
+	}
+	run := toolOK(t, cs, "run_pipeline", map[string]any{"pipelineId": id, "inputs": map[string]any{"question": "through OAuth"}, "waitSeconds": 30})
+	if run["status"] != "success" || run["outputs"].(map[string]any)["answer"] != "through OAuth" {
+		t.Fatalf("run: %v", run)
+	}
+	if r := toolOK(t, cs, "get_run", map[string]any{"runId": run["runId"]}); r["status"] != "success" || len(r["nodes"].([]any)) == 0 {
+		t.Fatalf("get_run: %v", r)
+	}
+	toolOK(t, cs, "update_draft", map[string]any{"pipelineId": id, "draft": echoGraph("Q: {{question}}", "local-echo")})
+	toolOK(t, cs, "publish_pipeline", map[string]any{"pipelineId": id})
+	if p := toolOK(t, cs, "rollback_pipeline", map[string]any{"pipelineId": id, "version": 1}); p["servingVersion"] != float64(1) {
+		t.Fatalf("rollback: %v", p)
+	}
+	if e := toolOK(t, cs, "estimate_run_cost", map[string]any{"pipelineId": id, "inputs": map[string]any{"question": "how much?"}}); usd(e["maxUsd"]) <= 0 {
+		t.Fatalf("estimate: %v", e)
+	}
+	if b := toolOK(t, cs, "get_credit_balance", map[string]any{}); usd(b["balanceUsd"]) <= 0 {
+		t.Fatalf("balance: %v", b)
+	}
+	// An OAuth connection mints a key for its account, at most with the
+	// token's scopes; the key works at once as a plain Bearer key.
+	k := toolOK(t, cs, "create_api_key", map[string]any{"name": "from the assistant", "permissions": []string{"pipelines:read"}})
+	secret, _ := k["key"].(string)
+	if !strings.HasPrefix(secret, "cnd_") {
+		t.Fatalf("create_api_key: %v", k)
+	}
+	if l := toolOK(t, connectMCP(t, secret, nil), "list_pipelines", map[string]any{}); len(l["pipelines"].([]any)) != 1 {
+		t.Fatalf("the minted key's list: %v", l)
+	}
+	toolErr(t, cs, "create_api_key", map[string]any{"name": "wider", "permissions": []string{"media:write"}}, "media:write")
+
+	// Short-lived tokens: the client refreshed (rotating) along the way.
+	if log.count("refresh_token") == 0 {
+		t.Fatalf("no refresh in: %v", log.grants)
+	}
+	// The last access token it used, once expired, is refused with the
+	// challenge that points the client back to discovery.
+	time.Sleep(2500 * time.Millisecond)
+	req, _ := http.NewRequest("POST", base+"/api/mcp", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+log.bearer)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `resource_metadata="`+base+`/.well-known/oauth-protected-resource/api/mcp"`) ||
+		!strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Fatalf("an expired token on /api/mcp: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// A human who may only read grants only that: the assistant's run is a
+// tool error naming the missing scope, and nothing runs.
+func TestMCPOverOAuthMissingScopeIsAToolError(t *testing.T) {
+	_, email, password := env.NewLogin(t, "pipelines:read")
+	cs := connectWithOAuth(t, env.URL, email, password, &tokenLog{})
+	toolErr(t, cs, "run_pipeline", map[string]any{"pipelineId": "pl_unknown", "inputs": map[string]any{"q": "x"}}, "pipelines:run")
+	if l := toolOK(t, cs, "list_pipelines", map[string]any{}); len(l["pipelines"].([]any)) != 0 {
+		t.Fatalf("list: %v", l)
+	}
+}

@@ -1,0 +1,91 @@
+package runs
+
+import (
+	"conduit/internal/errs"
+	"conduit/internal/models"
+	"conduit/internal/money"
+	"conduit/internal/pipeline"
+)
+
+// NodeEstimate is one model node's share of an estimate.
+type NodeEstimate struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	// PromptTokens are the real tokens of the node's rendered system and
+	// prompt text, with every upstream model's answer taken as empty.
+	PromptTokens int          `json:"promptTokens" jsonschema:"tokens of the rendered prompt and system text (upstream model answers counted as empty)"`
+	MaxTokens    int          `json:"maxTokens" jsonschema:"the most completion tokens the node may produce"`
+	MinUSD       money.Micros `json:"minUsd" jsonschema:"the rendered prompt's tokens only, in USD"`
+	MaxUSD       money.Micros `json:"maxUsd" jsonschema:"a full context window plus maxTokens, in USD: what the run holds for this node"`
+}
+
+// Estimate is the price range of a run before it starts.
+type Estimate struct {
+	// MinUSD: what a successful run costs at least, the prompt tokens of
+	// every model node with nothing completed, and every generation
+	// node's price for the text it renders.
+	MinUSD money.Micros `json:"minUsd" jsonschema:"the least a successful run costs: the rendered prompts' tokens, nothing completed, plus every speech, music and video node's price (USD)"`
+	// MaxUSD: the hold the run takes, which it is never charged more than.
+	MaxUSD money.Micros   `json:"maxUsd" jsonschema:"the most a run can cost, which is also the credit it holds while it runs (USD)"`
+	Nodes  []NodeEstimate `json:"nodes" jsonschema:"one entry per model node"`
+}
+
+// Estimate prices a run of g on inputs without running it. It renders the
+// graph the way a run does, up to the model calls: inputs, templates and
+// transforms get their real values, guardrails pass their input on, and a
+// model node's answer, unknown before it runs, is taken as empty text
+// downstream. Prompt tokens are counted with the models' tokenizer and
+// priced from the catalog; failed runs are never charged, so the range is
+// that of a successful run.
+func (s *Service) Estimate(g *pipeline.Graph, inputs map[string]string) (Estimate, error) {
+	levels, err := g.Levels()
+	if err != nil {
+		return Estimate{}, errs.Invalidf("the pipeline cannot run: %v", err)
+	}
+	est := Estimate{Nodes: []NodeEstimate{}, MaxUSD: s.HoldFor(g)}
+	values := map[string]string{}
+	for _, level := range levels {
+		for _, id := range level {
+			n, _ := g.Node(id)
+			switch n.Type {
+			case "input":
+				values[id] = inputs[n.Key]
+			case "prompt":
+				values[id], _ = n.TransformValue(values)
+			case "guardrail":
+				values[id] = values[n.Input]
+			case pipeline.KindSpeech, pipeline.KindMusic, pipeline.KindVideo:
+				// Its file's URL is unknown before it runs; a successful
+				// run pays its price for the text it renders.
+				values[id] = ""
+				req, err := n.GenerationRequest(values)
+				if err != nil {
+					continue
+				}
+				if p, ok := s.Library.Price(n, req.Text); ok {
+					est.MinUSD += p
+				}
+			case "model":
+				values[id] = ""
+				m, ok := s.Catalog.Model(n.Model)
+				if !ok {
+					continue
+				}
+				req, err := n.ModelRequest(values)
+				if err != nil {
+					continue
+				}
+				tokens := min(models.CountTokens(req.System)+models.CountTokens(req.Prompt), m.ContextTokens)
+				maxTokens := n.MaxTokens
+				if maxTokens <= 0 {
+					maxTokens = models.DefaultMaxTokens
+				}
+				ne := NodeEstimate{ID: id, Model: m.ID, PromptTokens: tokens, MaxTokens: maxTokens,
+					MinUSD: m.Cost(models.Usage{PromptTokens: tokens}), MaxUSD: m.MaxCost(n.MaxTokens)}
+				est.MinUSD += ne.MinUSD
+				est.Nodes = append(est.Nodes, ne)
+			}
+		}
+	}
+	return est, nil
+}
