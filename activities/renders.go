@@ -133,32 +133,9 @@ func (a *Renders) Render(ctx context.Context, job RenderJob) (Rendered, error) {
 		}
 	}
 
-	// Heartbeats carry the provider's resumable state; a retried attempt
-	// finds it in its heartbeat details.
-	var beat renderBeat
-	if activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &beat)
-	}
-	var mu sync.Mutex
-	snapshot := func() renderBeat { mu.Lock(); defer mu.Unlock(); return beat }
-	stop := a.heartbeat(ctx, func() any { return snapshot() })
-	defer stop()
-	progress := func(s string) { mu.Lock(); beat.Status = s; mu.Unlock() }
-	state := beat.State
-
-	var out media.Output
-	if rr, ok := r.(media.Resumable); ok {
-		out, err = rr.RenderResume(ctx, mj, workdir, progress, &state, func(s media.QueueState) {
-			mu.Lock()
-			beat.State = s
-			mu.Unlock()
-			activity.RecordHeartbeat(ctx, snapshot())
-		})
-	} else {
-		out, err = r.Render(ctx, mj, workdir, progress)
-	}
+	out, err := a.renderJob(ctx, r, mj, workdir)
 	if err != nil {
-		return Rendered{}, renderError(err)
+		return Rendered{}, err
 	}
 	f, err := os.Open(out.Path)
 	if err != nil {
@@ -172,9 +149,48 @@ func (a *Renders) Render(ctx context.Context, job RenderJob) (Rendered, error) {
 	return Rendered{FileKey: key}, nil
 }
 
+// renderJob renders mj into workdir with r, heartbeating while it works.
+// Heartbeats carry a resumable provider's state, so a retried attempt
+// picks up the job the last one submitted instead of ordering it again.
+// Errors come typed for the workflow (renderError).
+func (a *Renders) renderJob(ctx context.Context, r media.Renderer, mj media.Job, workdir string) (media.Output, error) {
+	var beat renderBeat
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &beat)
+	}
+	var mu sync.Mutex
+	snapshot := func() renderBeat { mu.Lock(); defer mu.Unlock(); return beat }
+	stop := a.heartbeat(ctx, func() any { return snapshot() })
+	defer stop()
+	progress := func(s string) { mu.Lock(); beat.Status = s; mu.Unlock() }
+	state := beat.State
+
+	var out media.Output
+	var err error
+	if rr, ok := r.(media.Resumable); ok {
+		out, err = rr.RenderResume(ctx, mj, workdir, progress, &state, func(s media.QueueState) {
+			mu.Lock()
+			beat.State = s
+			mu.Unlock()
+			activity.RecordHeartbeat(ctx, snapshot())
+		})
+	} else {
+		out, err = r.Render(ctx, mj, workdir, progress)
+	}
+	if err != nil {
+		return media.Output{}, renderError(err)
+	}
+	return out, nil
+}
+
 // heartbeat records a heartbeat every HeartbeatEvery until stopped.
 func (a *Renders) heartbeat(ctx context.Context, details func() any) func() {
-	every := a.HeartbeatEvery
+	return heartbeatEvery(ctx, a.HeartbeatEvery, details)
+}
+
+// heartbeatEvery records a heartbeat with details() every interval (5 s
+// when unset) until stopped.
+func heartbeatEvery(ctx context.Context, every time.Duration, details func() any) func() {
 	if every <= 0 {
 		every = 5 * time.Second
 	}

@@ -17,6 +17,7 @@ import (
 	"conduit/internal/accounts"
 	"conduit/internal/config"
 	"conduit/internal/humans"
+	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/oauth"
 	"conduit/internal/payments"
@@ -45,6 +46,8 @@ type Platform struct {
 	Catalog  *models.Catalog
 	Payments *payments.Service
 	Media    *Media
+	// Library is the media library (docs/media.md).
+	Library *library.Service
 	// OAuth is the tool server's authorization server, nil while
 	// oauth.secret is not set.
 	OAuth *oauth.Provider
@@ -85,6 +88,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 		return nil, err
 	}
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
+	p.Library = med.library(p, tc)
 	if err := cfg.OAuth.Ready(); err != nil {
 		log.Info("OAuth is off: assistants connect with API keys only", "reason", err)
 	} else if p.OAuth, err = NewOAuth(cfg, st); err != nil {
@@ -153,15 +157,16 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 		return nil, err
 	}
 	t := p.Config.Temporal
+	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: p.Media.activities(p), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
+		Renders: renders, Library: p.Media.libraryActivities(p, renders), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
-		Media: p.Media.frontend(p.Config), OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log}
+		Media: p.Media.frontend(p.Config), Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log}
 }
 
 // Accounts is the account and key service on this platform's store; it

@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"conduit/activities"
 	"conduit/frontend"
 	"conduit/internal/blob"
 	"conduit/internal/config"
 	"conduit/internal/imagefetch"
+	"conduit/internal/library"
 	"conduit/internal/media"
+	"conduit/internal/money"
 	"conduit/internal/pricing"
 	"conduit/internal/ticket"
 )
@@ -20,15 +24,19 @@ import (
 // the blob store and the renderers. When it cannot be offered, Err says
 // why and the endpoints answer 503.
 type Media struct {
-	Err       error
-	Video     *pricing.VideoCatalog
-	Speech    *pricing.SpeechCatalog
-	Music     *pricing.MusicCatalog
-	Tickets   *ticket.Signer
-	Files     blob.Signer
+	Err     error
+	Video   *pricing.VideoCatalog
+	Speech  *pricing.SpeechCatalog
+	Music   *pricing.MusicCatalog
+	Tickets *ticket.Signer
+	Files   blob.Signer
+	// Links sign the media library's expiring file URLs.
+	Links     *blob.Links
 	Blob      blob.Store
 	Images    *imagefetch.Fetcher
 	Renderers map[string]media.Renderer
+	// JobPrice is what a library job costs.
+	JobPrice money.Micros
 }
 
 // openMedia builds the media parts. A missing secret disables pay-per-call
@@ -66,6 +74,9 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.JobPrice, err = money.ParseUSD(cfg.Media.Library.JobPrice); err != nil {
+		return nil, err
+	}
 	if err := cfg.Media.Ready(); err != nil {
 		m.Err = err
 		return m, nil
@@ -79,7 +90,41 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 	if m.Files, err = blob.NewSigner(append([]byte("files/"), secret...)); err != nil {
 		return nil, err
 	}
+	// Library links too, so a purchase's file signature, a claim ticket
+	// and a library link never stand in for each other.
+	if m.Links, err = blob.NewLinks(append([]byte("library-files/"), secret...), cfg.Media.Library.LinkTTL); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// generation is the menus generation nodes are sold from.
+func (m *Media) generation() pricing.Generation {
+	return pricing.Generation{Video: m.Video, Speech: m.Speech, Music: m.Music}
+}
+
+// library is the media library service (answering 503 while media is
+// off: it needs the signing secret for its file URLs).
+func (m *Media) library(p *Platform, tc client.Client) *library.Service {
+	return &library.Service{
+		Store: p.Store, Temporal: tc, Blob: m.Blob, Links: m.Links, Generation: m.generation(), Fetcher: m.Images,
+		Config: p.Config.Media.Library, JobPrice: m.JobPrice, HeartbeatTimeout: p.Config.Media.HeartbeatTimeout,
+		BaseURL: p.Config.BaseURL(), TopUpURL: p.Config.BaseURL() + frontend.CreditsPagePath, Err: m.Err,
+	}
+}
+
+// libraryActivities are the worker's library activities (nil when off).
+func (m *Media) libraryActivities(p *Platform, renders *activities.Renders) *activities.Library {
+	if renders == nil {
+		return nil
+	}
+	lib := p.Library
+	return &activities.Library{
+		Store: p.Store, Blob: m.Blob, Renders: renders, Generation: m.generation(),
+		Editor: &media.Editor{FFmpeg: p.Config.Media.FFmpeg}, FFprobe: p.Config.Media.Library.FFprobe, Fetcher: m.Images,
+		ImportMaxBytes: p.Config.Media.Library.ImportMaxBytes, ImportTimeout: p.Config.Media.Library.ImportTimeout,
+		FileURL: func(key string) string { u, _ := lib.FileURL(key); return u },
+	}
 }
 
 // renderers maps every model of every kind to its renderer: a local one
@@ -143,7 +188,7 @@ func pick(hosted bool, remote, local media.Renderer) media.Renderer {
 // frontendMedia is the frontend's view.
 func (m *Media) frontend(cfg *config.Config) frontend.Media {
 	return frontend.Media{
-		Err: m.Err, Video: m.Video, Speech: m.Speech, Music: m.Music, Tickets: m.Tickets, Files: m.Files, Blob: m.Blob, Images: m.Images,
+		Err: m.Err, Video: m.Video, Speech: m.Speech, Music: m.Music, Tickets: m.Tickets, Files: m.Files, Links: m.Links, Blob: m.Blob, Images: m.Images,
 		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive,
 	}
 }

@@ -50,10 +50,11 @@ var hostileBodies = []string{
 var bodyFields = []string{
 	"name", "draft", "permissions", "status", "walletAddress", "inputs", "version", "messages", "stream", "model",
 	"prompt", "text", "seconds", "aspectRatio", "image_url", "async", "voice", "genre", "address", "usd",
+	"operation", "items", "item", "url", "fade", "gain", "start", "end", "format", "musicVolume", "delay", "waitSeconds",
 }
 
 // hostileQueries are query strings tried on every route.
-var hostileQueryNames = []string{"runId", "token", "after", "limit", "status", "c", "includePrivate", "%00", "%FF"}
+var hostileQueryNames = []string{"runId", "token", "after", "limit", "status", "c", "t", "kind", "includePrivate", "%00", "%FF"}
 
 // Every route the router has, called with hostile path, query and body
 // values, never answers 5xx: malformed input is the caller's error. The

@@ -44,8 +44,10 @@ type Media struct {
 	Music   *pricing.MusicCatalog
 	Tickets *ticket.Signer
 	Files   blob.Signer
-	Blob    blob.Store
-	Images  *imagefetch.Fetcher
+	// Links sign the media library's expiring file URLs.
+	Links  *blob.Links
+	Blob   blob.Store
+	Images *imagefetch.Fetcher
 	// HeartbeatTimeout and KeepAlive come from media config.
 	HeartbeatTimeout time.Duration
 	KeepAlive        time.Duration
@@ -676,13 +678,22 @@ func (s *Server) retryRefused(c *gin.Context, k mediaKind, old store.MediaRun, r
 }
 
 // serveFile: GET /files/<key>?c=<signature> serves a stored file to whoever
-// holds its signed URL, and records the delivery.
+// holds its signed URL, and records the delivery; GET /files/<key>?t=<link>
+// serves a media library file while its expiring link lasts.
 func (s *Server) serveFile(c *gin.Context) {
 	if !s.claimsReady(c) {
 		return
 	}
 	key := strings.TrimPrefix(c.Param("key"), "/")
-	if blob.ValidKey(key) != nil || !s.deps.Media.Files.Verify(key, c.Query("c")) {
+	library := c.Query("c") == "" && c.Query("t") != ""
+	switch {
+	case blob.ValidKey(key) != nil:
+		fail(c, errorf(http.StatusForbidden, "this file link is not valid"))
+		return
+	case library && !s.deps.Media.Links.Verify(key, c.Query("t")):
+		fail(c, errorf(http.StatusForbidden, "this file link is not valid or has expired; GET /api/media/{id} gives a fresh one"))
+		return
+	case !library && !s.deps.Media.Files.Verify(key, c.Query("c")):
 		fail(c, errorf(http.StatusForbidden, "this file link is not valid"))
 		return
 	}
@@ -691,7 +702,9 @@ func (s *Server) serveFile(c *gin.Context) {
 		fail(c, err)
 		return
 	} else if ok {
-		s.markFileDelivered(c, key)
+		if !library {
+			s.markFileDelivered(c, key)
+		}
 		c.Redirect(http.StatusFound, u)
 		return
 	}
@@ -715,7 +728,8 @@ func (s *Server) serveFile(c *gin.Context) {
 	} else {
 		c.DataFromReader(http.StatusOK, obj.Size, obj.ContentType, rc, nil)
 	}
-	if c.Writer.Status() < 300 && c.Request.Method == http.MethodGet {
+	// Deliveries matter to purchases (alreadyPaid), not to library files.
+	if c.Writer.Status() < 300 && c.Request.Method == http.MethodGet && !library {
 		s.markFileDelivered(c, key)
 	}
 }

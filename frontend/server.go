@@ -18,6 +18,7 @@ import (
 	"conduit/internal/apikey"
 	"conduit/internal/config"
 	"conduit/internal/humans"
+	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/oauth"
 	"conduit/internal/payments"
@@ -37,6 +38,8 @@ type Deps struct {
 	Deltas   *store.DeltaHub
 	Payments *payments.Service
 	Media    Media
+	// Library is the media library (nil or off: its routes answer 503).
+	Library *library.Service
 	// OAuth is the tool server's authorization server; nil while OAuth is
 	// not configured (its endpoints answer 503, API keys still work).
 	OAuth *oauth.Provider
@@ -77,8 +80,8 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
 	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
-	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog}
-	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs,
+	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
+	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
 		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL()}
 	s.newToolServer(d)
 	s.wallets = s.walletLimiter()
@@ -163,6 +166,17 @@ func New(d Deps) *Server {
 	one.GET("/runs", requireScope(apikey.PipelinesRead), s.listRuns)
 	one.POST("/invoke", requireScope(apikey.PipelinesRun), s.invoke)
 	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
+
+	// The media library (docs/media.md); another account's item or job is
+	// a 404 like a missing one.
+	lib := api.Group("/media")
+	lib.GET("", requireScope(apikey.MediaRead), s.listMedia)
+	lib.GET("/:id", requireScope(apikey.MediaRead), s.getMediaItem)
+	lib.DELETE("/:id", requireScope(apikey.MediaWrite), s.deleteMediaItem)
+	lib.GET("/jobs/:id", requireScope(apikey.MediaRead), s.getMediaJob)
+	lib.POST("/import", requireScope(apikey.MediaWrite), s.importMedia)
+	lib.POST("/assemble", requireScope(apikey.MediaWrite), s.assembleMedia)
+	lib.POST("/edit", requireScope(apikey.MediaWrite), s.editMedia)
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

@@ -29,6 +29,9 @@ type Deps struct {
 	Facilitator x402.Facilitator
 	// Renders renders pay-per-call files (nil when pay-per-call is off).
 	Renders *activities.Renders
+	// Library renders generation nodes' files and runs the media
+	// library's jobs (nil when media is off).
+	Library *activities.Library
 	Log     *slog.Logger
 	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
 	Pollers           int
@@ -76,9 +79,19 @@ func Registry(d Deps) []Queue {
 		for name, fn := range payments {
 			short[name] = fn
 		}
+		wfs := map[string]any{workflows.WfRender: workflows.Render}
+		work := map[string]any{workflows.ActRender: r.Render}
+		// The media library shares the render queues: its jobs' short steps
+		// beside the renders', its ffmpeg work and generation nodes' renders
+		// within the same bound as pay-per-call renders.
+		if l := d.Library; l != nil {
+			wfs[workflows.WfMediaEdit] = workflows.MediaEdit
+			short[workflows.ActOpenMediaJob], short[workflows.ActFinishMediaJob] = l.OpenMediaJob, l.FinishMediaJob
+			work[workflows.ActGenerateMedia], work[workflows.ActRunMediaJob] = l.GenerateMedia, l.RunMediaJob
+		}
 		queues = append(queues,
-			Queue{Queue: workflows.RenderQueue, Workflows: map[string]any{workflows.WfRender: workflows.Render}, Activities: short},
-			Queue{Queue: workflows.RenderWorkQueue, Activities: map[string]any{workflows.ActRender: r.Render}, MaxActivities: max(1, d.RenderConcurrency)},
+			Queue{Queue: workflows.RenderQueue, Workflows: wfs, Activities: short},
+			Queue{Queue: workflows.RenderWorkQueue, Activities: work, MaxActivities: max(1, d.RenderConcurrency)},
 		)
 	}
 	return queues

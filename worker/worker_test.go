@@ -16,13 +16,13 @@ var pinned = map[string]string{
 	"system":       "workflows Nop, Ping; activities RecordPing",
 	"pipelines":    "workflows PipelineRun; activities FailRun, FinishRun, Generate, OpenRun",
 	"payments":     "workflows TopUp; activities Grant, Settle",
-	"renders":      "workflows Render; activities CreditPayment, FinishRender, Grant, MarkLate, OpenPaidRender, OpenRetry, Settle",
-	"renders-work": "workflows ; activities Render",
+	"renders":      "workflows MediaEdit, Render; activities CreditPayment, FinishMediaJob, FinishRender, Grant, MarkLate, OpenMediaJob, OpenPaidRender, OpenRetry, Settle",
+	"renders-work": "workflows ; activities GenerateMedia, Render, RunMediaJob",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {
 	got := map[string]string{}
-	for _, q := range Registry(Deps{Renders: &activities.Renders{}}) {
+	for _, q := range Registry(Deps{Renders: &activities.Renders{}, Library: &activities.Library{}}) {
 		got[q.Queue] = "workflows " + strings.Join(slices.Sorted(maps.Keys(q.Workflows)), ", ") +
 			"; activities " + strings.Join(slices.Sorted(maps.Keys(q.Activities)), ", ")
 	}

@@ -12,6 +12,7 @@ const (
 	WfPipelineRun = "PipelineRun"
 	WfTopUp       = "TopUp"
 	WfRender      = "Render"
+	WfMediaEdit   = "MediaEdit"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -26,4 +27,11 @@ const (
 	ActMarkLate      = "MarkLate"
 	ActFinishRender  = "FinishRender"
 	ActRender        = "Render"
+
+	// The media library: generation nodes' renders (on the render work
+	// queue, beside pay-per-call renders), and the steps of media-edit jobs.
+	ActGenerateMedia  = "GenerateMedia"
+	ActOpenMediaJob   = "OpenMediaJob"
+	ActRunMediaJob    = "RunMediaJob"
+	ActFinishMediaJob = "FinishMediaJob"
 )

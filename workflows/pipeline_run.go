@@ -135,6 +135,9 @@ type RunInput struct {
 	// round trip through the server.
 	InlineNodes []string
 
+	// Generation bounds the renders of generation nodes.
+	Generation GenerationBounds `json:",omitzero"`
+
 	// Admission (runs started since admission moved into the workflow):
 	// the run's kind, when it was asked for, its Idempotency-Key and the
 	// hash of the request that key is bound to, and this workflow's id.
@@ -144,6 +147,23 @@ type RunInput struct {
 	RequestHash    string
 	WorkflowID     string
 }
+
+// GenerationBounds are the render limits of a run's generation nodes,
+// fixed when the run is admitted (from the media menus' deadlines) so a
+// configuration change cannot alter a replay.
+type GenerationBounds struct {
+	// Timeouts bound each node's render across attempts, by node id.
+	Timeouts map[string]time.Duration `json:",omitempty"`
+	// Heartbeat is how long a render may go silent before another worker
+	// takes it over.
+	Heartbeat time.Duration `json:",omitempty"`
+}
+
+// Fallbacks when a run carries no bounds for a generation node.
+const (
+	defaultGenerationTimeout   = 30 * time.Minute
+	defaultGenerationHeartbeat = 30 * time.Second
+)
 
 // RunRequest is what each caller's admission update carries: the run id
 // it proposed and the hash of its request.
@@ -180,6 +200,8 @@ type NodeState struct {
 	PromptTokens     int        `json:"promptTokens,omitempty"`
 	CompletionTokens int        `json:"completionTokens,omitempty"`
 	CostMicros       int64      `json:"costMicros,omitempty"`
+	// ItemID is the library item a generation node made.
+	ItemID string `json:"itemId,omitempty"`
 }
 
 // RunState is the run's live state, answered by StatusQuery and returned
@@ -379,6 +401,11 @@ type runner struct {
 	bytes int
 	// local: short steps and inline model calls run as local activities.
 	local bool
+	// media are the library items generation nodes made, and mediaCost
+	// what they cost: charged whatever the run's outcome, since the items
+	// stay in the library (recorded with the run's result).
+	media     []store.MediaItem
+	mediaCost money.Micros
 	// recorded is the outcome of a run that had already finished when its
 	// admission step ran.
 	recorded *activities.RecordedRun
@@ -423,6 +450,8 @@ func (r *runner) execute(ctx workflow.Context) {
 type modelCall struct {
 	id     string
 	future workflow.Future
+	// media: a generation node's render (activities.GeneratedMedia).
+	media bool
 }
 
 // startNode computes a pure node at once or starts a model call; it
@@ -481,6 +510,15 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 			RetryPolicy:         retry,
 		})
 		return modelCall{id: id, future: workflow.ExecuteActivity(actx, ActGenerate, gen)}, true
+	case pipeline.KindSpeech, pipeline.KindMusic, pipeline.KindVideo:
+		// New node kinds issue their commands only when a graph uses
+		// them: runs of existing graphs replay unchanged.
+		req, rerr := n.GenerationRequest(r.values)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		return modelCall{id: id, media: true, future: r.generate(ctx, id, req)}, true
 	default:
 		err = fmt.Errorf("unknown node type %q", n.Type)
 	}
@@ -488,7 +526,36 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 	return modelCall{}, false
 }
 
+// generate renders a generation node's file on the bounded render work
+// queue, like a pay-per-call render: heartbeats, a few attempts (a
+// refused or impossible request is not retried), and a bound on the whole.
+func (r *runner) generate(ctx workflow.Context, id string, req pipeline.GenerationRequest) workflow.Future {
+	timeout := r.in.Generation.Timeouts[id]
+	if timeout <= 0 {
+		timeout = defaultGenerationTimeout
+	}
+	beat := r.in.Generation.Heartbeat
+	if beat <= 0 {
+		beat = defaultGenerationHeartbeat
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              RenderWorkQueue,
+		ScheduleToCloseTimeout: timeout,
+		StartToCloseTimeout:    timeout,
+		HeartbeatTimeout:       beat,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeGeneration}},
+	})
+	return workflow.ExecuteActivity(actx, ActGenerateMedia, activities.GenerateMediaInput{
+		RunID: r.in.RunID, NodeID: id, ItemID: store.GeneratedItemID(r.in.RunID, id), Request: req,
+	})
+}
+
 func (r *runner) collect(ctx workflow.Context, call modelCall) {
+	if call.media {
+		r.collectMedia(ctx, call)
+		return
+	}
 	var out activities.GenerateOutput
 	err := call.future.Get(ctx, &out)
 	ns := r.node(call.id)
@@ -499,6 +566,25 @@ func (r *runner) collect(ctx workflow.Context, call modelCall) {
 		r.state.Cost += out.Cost
 	}
 	r.done(ctx, call.id, out.Text, err)
+}
+
+// collectMedia waits for a generation node's file: its URL is the node's
+// value, its item and price are kept for the run's finish.
+func (r *runner) collectMedia(ctx workflow.Context, call modelCall) {
+	var out activities.GeneratedMedia
+	err := call.future.Get(ctx, &out)
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		err = errors.New("the render did not finish in time")
+	}
+	if err == nil {
+		ns := r.node(call.id)
+		ns.CostMicros, ns.ItemID = int64(out.Cost), out.Item.ID
+		r.state.Cost += out.Cost
+		r.mediaCost += out.Cost
+		r.media = append(r.media, out.Item)
+	}
+	r.done(ctx, call.id, out.URL, err)
 }
 
 func (r *runner) done(ctx workflow.Context, id, value string, err error) {
@@ -535,17 +621,20 @@ func (r *runner) finish(ctx workflow.Context) (RunState, error) {
 	default:
 		r.state.Status = StatusError
 	}
-	charge := money.Micros(0)
+	// A successful run pays its cost; any other pays only for the files
+	// its generation nodes made (they stay in the library), none of the
+	// model calls. The hold is the run's upper bound: never more.
+	charge := r.mediaCost
 	if r.state.Status == StatusSuccess {
-		// The hold is the run's upper bound; a run never costs more.
-		charge = min(r.state.Cost, r.in.Held)
+		charge = r.state.Cost
 	}
+	charge = min(charge, r.in.Held)
 	nodes, _ := json.Marshal(r.state.Nodes)
 	actx := r.shortCtx(ctx)
 	err := r.run(actx, ActFinishRun, store.RunResult{
 		RunID: r.in.RunID, Status: r.state.Status, Outputs: r.state.Outputs, Nodes: nodes,
 		PromptTokens: r.state.PromptTokens, CompletionTokens: r.state.CompletionTokens,
-		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx),
+		Cost: charge, Error: r.state.Error, FinishedAt: workflow.Now(ctx), Media: r.media,
 	}).Get(ctx, nil)
 	if err != nil {
 		// The result cannot be recorded (a permanent failure, or retries

@@ -27,6 +27,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 		"pipelinerun-success", "pipelinerun-partial", "pipelinerun-error",
 		"render-success", "render-error", "render-partial", "render-refused",
 		"topup-success", "topup-refused",
+		"mediaedit-success", "mediaedit-error", "mediaedit-refused",
 	} {
 		found := false
 		for _, f := range files {
@@ -55,6 +56,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(PipelineRun, workflow.RegisterOptions{Name: WfPipelineRun})
 			r.RegisterWorkflowWithOptions(Render, workflow.RegisterOptions{Name: WfRender})
 			r.RegisterWorkflowWithOptions(TopUp, workflow.RegisterOptions{Name: WfTopUp})
+			r.RegisterWorkflowWithOptions(MediaEdit, workflow.RegisterOptions{Name: WfMediaEdit})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatal(err)
 			}

@@ -51,7 +51,7 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp')", PageSize: 500, NextPageToken: token,
+			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp', 'MediaEdit')", PageSize: 500, NextPageToken: token,
 		})
 		if err != nil {
 			return err

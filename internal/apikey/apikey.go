@@ -76,7 +76,8 @@ const (
 	PipelinesRun   = "pipelines:run"
 	PipelinesWrite = "pipelines:write"
 	KeysManage     = "keys:manage"
-	// The account's media library (list and read; import, assemble, edit).
+	// MediaRead lists and reads the account's media library; MediaWrite
+	// imports, assembles, edits and deletes its items.
 	MediaRead  = "media:read"
 	MediaWrite = "media:write"
 )

@@ -38,6 +38,9 @@ type Store interface {
 	// has one (S3); the local backend says ok=false and the frontend
 	// serves the bytes itself.
 	Presign(ctx context.Context, key string, ttl time.Duration) (url string, ok bool, err error)
+	// Delete removes a stored file; a missing one is not an error, so a
+	// retried delete succeeds.
+	Delete(ctx context.Context, key string) error
 }
 
 // ValidKey accepts slash-separated keys of [A-Za-z0-9._-] segments, none

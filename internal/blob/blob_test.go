@@ -74,6 +74,18 @@ func roundTrip(t *testing.T, s Store) {
 	if _, err := s.Put(ctx, "../escape", "text/plain", strings.NewReader("x")); err == nil {
 		t.Error("an invalid key was accepted")
 	}
+	// Delete removes the file; deleting it again is not an error.
+	if _, err := s.Put(ctx, "video/c.mp4", "video/mp4", strings.NewReader("gone soon")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := s.Delete(ctx, "video/c.mp4"); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+	}
+	if _, err := s.Stat(ctx, "video/c.mp4"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a deleted key still answers: %v", err)
+	}
 }
 
 type failing struct{}

@@ -112,3 +112,18 @@ func (l *Local) Stat(_ context.Context, key string) (Object, error) {
 func (l *Local) Presign(context.Context, string, time.Duration) (string, bool, error) {
 	return "", false, nil
 }
+
+// Delete removes the file and its sidecar.
+func (l *Local) Delete(_ context.Context, key string) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(p + ".meta"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

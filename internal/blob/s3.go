@@ -135,6 +135,18 @@ func (s *S3) Presign(ctx context.Context, key string, ttl time.Duration) (string
 	return req.URL, true, nil
 }
 
+// Delete removes the object (S3 answers success for a missing key too).
+func (s *S3) Delete(ctx context.Context, key string) error {
+	k, err := s.objectKey(key)
+	if err != nil {
+		return err
+	}
+	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k)}); err != nil && notFound(err) != ErrNotFound {
+		return fmt.Errorf("s3 delete %s: %w", k, err)
+	}
+	return nil
+}
+
 func notFound(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound

@@ -36,6 +36,25 @@ type Media struct {
 	Video  []VideoModel  `mapstructure:"video"`
 	Speech Speech        `mapstructure:"speech"`
 	Music  Music         `mapstructure:"music"`
+	// Library is the media library (docs/media.md).
+	Library Library `mapstructure:"library"`
+}
+
+// Library bounds the media library's files and jobs.
+type Library struct {
+	// LinkTTL is how long a library file URL works; every answer that
+	// carries one issues it fresh.
+	LinkTTL time.Duration `mapstructure:"link_ttl"`
+	// ImportMaxBytes and ImportTimeout bound a file imported from a URL.
+	ImportMaxBytes int64         `mapstructure:"import_max_bytes"`
+	ImportTimeout  time.Duration `mapstructure:"import_timeout"`
+	// JobPrice is what an import, assembly or edit costs in USD, held when
+	// it starts and charged only when it succeeds ("0": free).
+	JobPrice string `mapstructure:"job_price"`
+	// JobTimeout bounds one job's work across its attempts.
+	JobTimeout time.Duration `mapstructure:"job_timeout"`
+	// FFprobe is the ffprobe binary that reads imported and made files.
+	FFprobe string `mapstructure:"ffprobe"`
 }
 
 // Blob selects where rendered files and fetched images are kept.
@@ -135,6 +154,12 @@ var mediaDefaults = map[string]any{
 	"media.queue.base_url":            "",
 	"media.queue.api_key":             "",
 	"media.queue.poll_every":          "2s",
+	"media.library.link_ttl":          "24h",
+	"media.library.import_max_bytes":  100 << 20,
+	"media.library.import_timeout":    "60s",
+	"media.library.job_price":         "0.01",
+	"media.library.job_timeout":       "10m",
+	"media.library.ffprobe":           "ffprobe",
 	"media.video": []map[string]any{
 		{"id": "lumen-h3", "label": "Lumen H3", "default": true, "first_frame": false,
 			"note":   "768p, native audio, fewest prompt refusals",
@@ -186,10 +211,17 @@ func (c *Config) validateMedia() []error {
 	if m.Secret != "" && len(m.Secret) < 32 {
 		bad("media.secret (%s_MEDIA_SECRET) must be at least 32 characters", EnvPrefix)
 	}
-	for name, d := range map[string]time.Duration{"ticket_ttl": m.TicketTTL, "heartbeat_timeout": m.HeartbeatTimeout, "keep_alive": m.KeepAlive, "queue.poll_every": m.Queue.PollEvery} {
+	for name, d := range map[string]time.Duration{"ticket_ttl": m.TicketTTL, "heartbeat_timeout": m.HeartbeatTimeout, "keep_alive": m.KeepAlive, "queue.poll_every": m.Queue.PollEvery,
+		"library.link_ttl": m.Library.LinkTTL, "library.import_timeout": m.Library.ImportTimeout, "library.job_timeout": m.Library.JobTimeout} {
 		if d <= 0 {
 			bad("media.%s must be a positive duration", name)
 		}
+	}
+	if m.Library.ImportMaxBytes <= 0 {
+		bad("media.library.import_max_bytes must be a positive number of bytes")
+	}
+	if usd, err := money.ParseUSD(m.Library.JobPrice); err != nil || usd < 0 {
+		bad("media.library.job_price (%s_MEDIA_LIBRARY_JOB_PRICE) must be a USD amount of 0 or more, got %q", EnvPrefix, m.Library.JobPrice)
 	}
 	switch m.Blob.Backend {
 	case "local":

@@ -59,6 +59,9 @@ type Error struct {
 	Code    string
 	Status  int
 	Message string
+	// Answered is the HTTP status the URL answered with, when it answered
+	// (a redirect, a 404): asking again will not change it.
+	Answered int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -102,35 +105,36 @@ type Fetcher struct {
 // credentials, no port but 443, and no literal internal address or
 // internal name.
 func CheckURL(raw string) (*url.URL, error) {
-	return checkURL(raw, nil)
+	return checkURL(raw, "image_url", nil)
 }
 
-func checkURL(raw string, trusted func(netip.Addr) bool) (*url.URL, error) {
+// checkURL is CheckURL for the request field named field.
+func checkURL(raw, field string, trusted func(netip.Addr) bool) (*url.URL, error) {
 	if len(raw) > maxURLLen {
-		return nil, refuse(CodeURLInvalid, "image_url is longer than %d characters", maxURLLen)
+		return nil, refuse(CodeURLInvalid, "%s is longer than %d characters", field, maxURLLen)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "https" || u.Opaque != "" || u.Host == "" {
-		return nil, refuse(CodeURLInvalid, "image_url must be a plain https URL without credentials or a port")
+		return nil, refuse(CodeURLInvalid, "%s must be a plain https URL without credentials or a port", field)
 	}
 	if u.User != nil {
-		return nil, refuse(CodeURLInvalid, "image_url must not carry credentials")
+		return nil, refuse(CodeURLInvalid, "%s must not carry credentials", field)
 	}
 	if p := u.Port(); p != "" && p != "443" {
-		return nil, refuse(CodeURLInvalid, "image_url must use the default https port, not %s", p)
+		return nil, refuse(CodeURLInvalid, "%s must use the default https port, not %s", field, p)
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if host == "" {
-		return nil, refuse(CodeURLInvalid, "image_url has no host")
+		return nil, refuse(CodeURLInvalid, "%s has no host", field)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if blocked(ip) && (trusted == nil || !trusted(ip)) {
-			return nil, refuse(CodeURLBlocked, "image_url points at a private, loopback or internal address")
+			return nil, refuse(CodeURLBlocked, "%s points at a private, loopback or internal address", field)
 		}
 		return u, nil
 	}
 	if internalName(host) {
-		return nil, refuse(CodeURLBlocked, "image_url names an internal host")
+		return nil, refuse(CodeURLBlocked, "%s names an internal host", field)
 	}
 	return u, nil
 }
@@ -208,11 +212,58 @@ func (f *Fetcher) trusted(ip netip.Addr) bool {
 // Fetch checks the URL, resolves it once, checks every address, fetches
 // from the checked address within the deadline and checks the bytes.
 func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
-	u, err := checkURL(raw, f.trusted)
-	if err != nil {
+	limit := f.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	var buf bytes.Buffer
+	if _, _, err := f.download(ctx, raw, &buf, request{field: "image_url", what: "the image", accept: "image/jpeg, image/png, image/webp", limit: limit, timeout: f.Timeout}); err != nil {
 		return Image{}, err
 	}
-	timeout := f.Timeout
+	return Sniff(buf.Bytes())
+}
+
+// Download is for other files than first frames: the same rules (plain
+// https on 443, every resolved address public, the connection pinned to
+// the checked address, TLS verified, no redirects, one deadline for the
+// whole fetch) for the URL in the request field named field. It streams
+// the body into w and stops one byte past maxBytes (a Content-Length over
+// it is refused unread), answering how many bytes it wrote and the
+// Content-Type the server claimed (for logs only: judge the bytes).
+// Refusals are *Error with the same codes as Fetch's.
+func (f *Fetcher) Download(ctx context.Context, raw, field string, w io.Writer, maxBytes int64, timeout time.Duration) (int64, string, error) {
+	return f.download(ctx, raw, w, request{field: field, what: "the file", accept: "*/*", limit: maxBytes, timeout: timeout})
+}
+
+// CheckHost applies the URL rules and resolves the host once, checking
+// every address, without fetching anything: a request naming an internal
+// target is refused at once (Download checks again when it connects).
+func (f *Fetcher) CheckHost(ctx context.Context, raw, field string, timeout time.Duration) error {
+	u, err := checkURL(raw, field, f.trusted)
+	if err != nil {
+		return err
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err = f.resolve(ctx, u.Hostname(), field)
+	return err
+}
+
+type request struct {
+	field, what, accept string
+	limit               int64
+	timeout             time.Duration
+}
+
+func (f *Fetcher) download(ctx context.Context, raw string, w io.Writer, r request) (int64, string, error) {
+	u, err := checkURL(raw, r.field, f.trusted)
+	if err != nil {
+		return 0, "", err
+	}
+	timeout := r.timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -220,9 +271,9 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
 	defer cancel()
 
 	host := u.Hostname()
-	addr, err := f.resolve(ctx, host)
+	addr, err := f.resolve(ctx, host, r.field)
 	if err != nil {
-		return Image{}, err
+		return 0, "", err
 	}
 	dial := f.Dial
 	if dial == nil {
@@ -231,7 +282,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
 		dial = (&net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil || (blocked(ap.Addr()) && !f.trusted(ap.Addr())) {
-				return refuse(CodeURLBlocked, "image_url resolves to a private, loopback or internal address")
+				return refuse(CodeURLBlocked, "%s resolves to a private, loopback or internal address", r.field)
 			}
 			return nil
 		}}).DialContext
@@ -253,39 +304,43 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Image{}, refuse(CodeURLInvalid, "image_url could not be requested")
+		return 0, "", refuse(CodeURLInvalid, "%s could not be requested", r.field)
 	}
-	req.Header.Set("Accept", "image/jpeg, image/png, image/webp")
+	req.Header.Set("Accept", r.accept)
 	resp, err := client.Do(req)
 	if err != nil {
-		return Image{}, fetchFailed(ctx, err)
+		return 0, "", fetchFailed(ctx, err, r.what)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return Image{}, refuse(CodeFetchFailed, "image_url answered a redirect (%d); give the final URL of the image", resp.StatusCode)
+		e := refuse(CodeFetchFailed, "%s answered a redirect (%d); give the final URL of %s", r.field, resp.StatusCode, r.what)
+		e.Answered = resp.StatusCode
+		return 0, "", e
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Image{}, refuse(CodeFetchFailed, "image_url answered HTTP %d", resp.StatusCode)
+		e := refuse(CodeFetchFailed, "%s answered HTTP %d", r.field, resp.StatusCode)
+		e.Answered = resp.StatusCode
+		return 0, "", e
 	}
-	limit := f.MaxBytes
-	if limit <= 0 {
-		limit = DefaultMaxBytes
+	if resp.ContentLength > r.limit {
+		return 0, "", tooLarge(r)
 	}
-	if resp.ContentLength > limit {
-		return Image{}, refuse(CodeTooLarge, "the image is larger than %d MB", limit>>20)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	n, err := io.Copy(w, io.LimitReader(resp.Body, r.limit+1))
 	if err != nil {
-		return Image{}, fetchFailed(ctx, err)
+		return n, "", fetchFailed(ctx, err, r.what)
 	}
-	if int64(len(body)) > limit {
-		return Image{}, refuse(CodeTooLarge, "the image is larger than %d MB", limit>>20)
+	if n > r.limit {
+		return n, "", tooLarge(r)
 	}
-	return Sniff(body)
+	return n, resp.Header.Get("Content-Type"), nil
+}
+
+func tooLarge(r request) error {
+	return refuse(CodeTooLarge, "%s is larger than %d MB", r.what, r.limit>>20)
 }
 
 // resolve returns the one address to connect to, after checking all.
-func (f *Fetcher) resolve(ctx context.Context, host string) (netip.Addr, error) {
+func (f *Fetcher) resolve(ctx context.Context, host, field string) (netip.Addr, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return ip, nil
 	}
@@ -295,28 +350,28 @@ func (f *Fetcher) resolve(ctx context.Context, host string) (netip.Addr, error) 
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return netip.Addr{}, refuse(CodeFetchFailed, "the host of image_url could not be resolved")
+		return netip.Addr{}, refuse(CodeFetchFailed, "the host of %s could not be resolved", field)
 	}
 	if len(addrs) == 0 {
-		return netip.Addr{}, refuse(CodeURLBlocked, "the host of image_url has no address")
+		return netip.Addr{}, refuse(CodeURLBlocked, "the host of %s has no address", field)
 	}
 	for _, a := range addrs {
 		if blocked(a) && !f.trusted(a) {
-			return netip.Addr{}, refuse(CodeURLBlocked, "the host of image_url resolves to a private, loopback or internal address")
+			return netip.Addr{}, refuse(CodeURLBlocked, "the host of %s resolves to a private, loopback or internal address", field)
 		}
 	}
 	return addrs[0], nil
 }
 
-func fetchFailed(ctx context.Context, err error) error {
+func fetchFailed(ctx context.Context, err error, what string) error {
 	var refused *Error
 	if errors.As(err, &refused) { // the dialer's own address check
 		return refused
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return refuse(CodeFetchFailed, "the image could not be downloaded within the time limit")
+		return refuse(CodeFetchFailed, "%s could not be downloaded within the time limit", what)
 	}
-	return refuse(CodeFetchFailed, "the image could not be downloaded: %s", shortReason(err))
+	return refuse(CodeFetchFailed, "%s could not be downloaded: %s", what, shortReason(err))
 }
 
 func shortReason(err error) string {

@@ -20,7 +20,18 @@ const (
 	KindPrompt    = "prompt"
 	KindGuardrail = "guardrail"
 	KindOutput    = "output"
+	// Generation nodes render a file with a pay-per-call model (speech,
+	// music, video); their value is the URL of the item they add to the
+	// account's media library.
+	KindSpeech = "speech"
+	KindMusic  = "music"
+	KindVideo  = "video"
 )
+
+// IsGeneration says whether a node type renders a file.
+func IsGeneration(typ string) bool {
+	return typ == KindSpeech || typ == KindMusic || typ == KindVideo
+}
 
 // Limits on a graph, so a hostile draft cannot exhaust the service.
 const (
@@ -60,7 +71,7 @@ type Node struct {
 	Source    string `json:"source,omitempty"`
 	Path      string `json:"path,omitempty"`
 
-	// model
+	// model (and the generation nodes' model)
 	Model       string  `json:"model,omitempty"`
 	System      string  `json:"system,omitempty"`
 	Prompt      string  `json:"prompt,omitempty"`
@@ -72,6 +83,15 @@ type Node struct {
 	Rules    []Rule `json:"rules,omitempty"`
 	Action   string `json:"action,omitempty"`
 	Fallback string `json:"fallback,omitempty"`
+
+	// generation: speech says Text (a template) in Voice; music and video
+	// render Prompt (a template) for Seconds, video at AspectRatio. Model
+	// is a pay-per-call model; every setting but the text has the menu's
+	// default.
+	Text        string `json:"text,omitempty"`
+	Voice       string `json:"voice,omitempty"`
+	Seconds     int    `json:"seconds,omitempty"`
+	AspectRatio string `json:"aspectRatio,omitempty"`
 }
 
 // Parse reads a graph strictly: unknown fields and trailing data are

@@ -67,3 +67,34 @@ func (n *Node) ModelRequest(values map[string]string) (ModelRequest, error) {
 
 // OutputValue is an output node's value: its source node's value.
 func (n *Node) OutputValue(values map[string]string) string { return values[n.From] }
+
+// GenerationRequest is what a generation node asks its renderer for.
+type GenerationRequest struct {
+	Kind        string
+	Model       string
+	Voice       string
+	Seconds     int
+	AspectRatio string
+	// Text is the rendered template: what to say (speech) or the
+	// description (music, video).
+	Text string
+}
+
+// TextTemplate is a generation node's template: its text (speech) or its
+// prompt (music, video).
+func (n *Node) TextTemplate() (field, template string) {
+	if n.Type == KindSpeech {
+		return "text", n.Text
+	}
+	return "prompt", n.Prompt
+}
+
+// GenerationRequest renders a generation node's text.
+func (n *Node) GenerationRequest(values map[string]string) (GenerationRequest, error) {
+	_, t := n.TextTemplate()
+	text, err := RenderTemplate(t, values)
+	if err != nil {
+		return GenerationRequest{}, err
+	}
+	return GenerationRequest{Kind: n.Type, Model: n.Model, Voice: n.Voice, Seconds: n.Seconds, AspectRatio: n.AspectRatio, Text: text}, nil
+}

@@ -122,6 +122,49 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestGenerationNodes(t *testing.T) {
+	good := `{"nodes":[{"id":"q","type":"input","key":"q"},
+		{"id":"say","type":"speech","text":"Hello {{q}}","voice":"v1"},
+		{"id":"bed","type":"music","prompt":"calm piano","seconds":30},
+		{"id":"clip","type":"video","prompt":"{{q}} at dawn","aspectRatio":"9:16"},
+		{"id":"o","type":"output","key":"o","from":"say"}],
+		"edges":[{"from":"q","to":"say"},{"from":"q","to":"clip"},{"from":"say","to":"o"}]}`
+	var checked []string
+	check := func(n *Node) []Problem {
+		checked = append(checked, n.ID)
+		if n.Voice == "v1" {
+			return []Problem{{NodeID: n.ID, Field: "voice", Message: "unknown voice"}}
+		}
+		return nil
+	}
+	err := mustParse(t, good).Validate(known, check)
+	ve, ok := err.(*ValidationError)
+	if !ok || len(ve.Problems) != 1 || ve.Problems[0].Field != "voice" || !reflect.DeepEqual(checked, []string{"say", "bed", "clip"}) {
+		t.Fatalf("%v (checked %v)", err, checked)
+	}
+	if err := mustParse(t, good).Validate(known); err != nil {
+		t.Fatalf("without checks only the structure is judged: %v", err)
+	}
+	g := mustParse(t, good)
+	n, _ := g.Node("say")
+	req, err := n.GenerationRequest(map[string]string{"q": "world"})
+	if err != nil || req != (GenerationRequest{Kind: "speech", Voice: "v1", Text: "Hello world"}) {
+		t.Fatalf("%+v %v", req, err)
+	}
+	for _, c := range []struct{ graph, want string }{
+		{`{"nodes":[{"id":"s","type":"speech"}]}`, `node "s": a speech node needs a text`},
+		{`{"nodes":[{"id":"s","type":"speech","prompt":"hi","text":"hi"}]}`, `node "s": a speech node takes text, not prompt`},
+		{`{"nodes":[{"id":"m","type":"music","text":"calm"}]}`, `node "m": a music node takes prompt, not text`},
+		{`{"nodes":[{"id":"v","type":"video","prompt":"{{nope}}"}]}`, `template variable {{nope}} has no source`},
+		{`{"nodes":[{"id":"v","type":"video","prompt":"x","seconds":-5}]}`, `seconds must be positive`},
+		{`{"nodes":[{"id":"v","type":"hologram"}]}`, `unknown node type "hologram" (input, model, prompt, guardrail, output, speech, music or video)`},
+	} {
+		if err := mustParse(t, c.graph).Validate(known); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: want %q, got %v", c.graph, c.want, err)
+		}
+	}
+}
+
 func TestServable(t *testing.T) {
 	if err := mustParse(t, `{"nodes":[]}`).Servable(); err == nil || err.Error() != "pipeline has no input node and no output node" {
 		t.Fatal(err)

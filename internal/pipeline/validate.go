@@ -44,10 +44,16 @@ func (v *validator) addf(node, field, format string, args ...any) {
 	v.problems = append(v.problems, Problem{NodeID: node, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-// Validate checks the whole graph. knownModel says which model ids exist.
-// A graph without input or output nodes is a valid draft; Servable says
-// whether it can take calls.
-func (g *Graph) Validate(knownModel func(id string) bool) error {
+// GenerationCheck checks a generation node's settings against the media
+// menus (internal/library has the one the API uses): unknown models and
+// voices, lengths not on sale, a deployment without media.
+type GenerationCheck func(n *Node) []Problem
+
+// Validate checks the whole graph. knownModel says which model ids exist;
+// the generation checks, when given, judge the generation nodes' settings
+// (without them only their structure is checked). A graph without input or
+// output nodes is a valid draft; Servable says whether it can take calls.
+func (g *Graph) Validate(knownModel func(id string) bool, checks ...GenerationCheck) error {
 	v := &validator{g: g}
 	ids := map[string]int{}
 	for i, n := range g.Nodes {
@@ -87,16 +93,44 @@ func (g *Graph) Validate(knownModel func(id string) bool) error {
 			v.model(n, knownModel)
 		case KindGuardrail:
 			v.guardrail(n)
+		case KindSpeech, KindMusic, KindVideo:
+			v.generation(n, checks)
 		case "":
-			v.addf(n.ID, "type", "type is missing (input, model, prompt, guardrail or output)")
+			v.addf(n.ID, "type", "type is missing (%s)", nodeTypes)
 		default:
-			v.addf(n.ID, "type", "unknown node type %q (input, model, prompt, guardrail or output)", n.Type)
+			v.addf(n.ID, "type", "unknown node type %q (%s)", n.Type, nodeTypes)
 		}
 	}
 	if len(v.problems) > 0 {
 		return &ValidationError{Problems: v.problems}
 	}
 	return nil
+}
+
+const nodeTypes = "input, model, prompt, guardrail, output, speech, music or video"
+
+// generation checks a generation node: its text template, no field of the
+// other text kind, and its settings by the checks given.
+func (v *validator) generation(n *Node, checks []GenerationCheck) {
+	field, t := n.TextTemplate()
+	other, stray := "prompt", n.Prompt
+	if field == "prompt" {
+		other, stray = "text", n.Text
+	}
+	if stray != "" {
+		v.addf(n.ID, other, "a %s node takes %s, not %s", n.Type, field, other)
+	}
+	if t == "" {
+		v.addf(n.ID, field, "a %s node needs a %s", n.Type, field)
+	} else {
+		v.template(n, field, t)
+	}
+	if n.Seconds < 0 {
+		v.addf(n.ID, "seconds", "seconds must be positive")
+	}
+	for _, check := range checks {
+		v.problems = append(v.problems, check(n)...)
+	}
 }
 
 func (v *validator) edges(ids map[string]int) {

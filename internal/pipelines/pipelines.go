@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"conduit/internal/errs"
+	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/pipeline"
 	"conduit/internal/store"
@@ -23,6 +24,9 @@ import (
 type Service struct {
 	Store   *store.Store
 	Catalog *models.Catalog
+	// Library judges generation nodes against the media menus (nil: media
+	// is off, and every generation node is a problem).
+	Library *library.Service
 }
 
 // EmptyGraph is the draft of a pipeline created without one.
@@ -135,7 +139,7 @@ func (s *Service) List(ctx context.Context, account string) ([]Pipeline, error) 
 // Validate checks a graph against the graph rules and the model catalog.
 func (s *Service) Validate(g *pipeline.Graph) *Validation {
 	v := &Validation{Valid: true, Problems: []Problem{}}
-	err := g.Validate(s.Catalog.Known)
+	err := g.Validate(s.Catalog.Known, s.Library.CheckNode)
 	if err == nil {
 		return v
 	}

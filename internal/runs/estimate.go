@@ -22,8 +22,9 @@ type NodeEstimate struct {
 // Estimate is the price range of a run before it starts.
 type Estimate struct {
 	// MinUSD: what a successful run costs at least, the prompt tokens of
-	// every model node with nothing completed.
-	MinUSD money.Micros `json:"minUsd" jsonschema:"the least a successful run costs: the rendered prompts' tokens, nothing completed (USD)"`
+	// every model node with nothing completed, and every generation
+	// node's price for the text it renders.
+	MinUSD money.Micros `json:"minUsd" jsonschema:"the least a successful run costs: the rendered prompts' tokens, nothing completed, plus every speech, music and video node's price (USD)"`
 	// MaxUSD: the hold the run takes, which it is never charged more than.
 	MaxUSD money.Micros   `json:"maxUsd" jsonschema:"the most a run can cost, which is also the credit it holds while it runs (USD)"`
 	Nodes  []NodeEstimate `json:"nodes" jsonschema:"one entry per model node"`
@@ -53,6 +54,17 @@ func (s *Service) Estimate(g *pipeline.Graph, inputs map[string]string) (Estimat
 				values[id], _ = n.TransformValue(values)
 			case "guardrail":
 				values[id] = values[n.Input]
+			case pipeline.KindSpeech, pipeline.KindMusic, pipeline.KindVideo:
+				// Its file's URL is unknown before it runs; a successful
+				// run pays its price for the text it renders.
+				values[id] = ""
+				req, err := n.GenerationRequest(values)
+				if err != nil {
+					continue
+				}
+				if p, ok := s.Library.Price(n, req.Text); ok {
+					est.MinUSD += p
+				}
 			case "model":
 				values[id] = ""
 				m, ok := s.Catalog.Model(n.Model)

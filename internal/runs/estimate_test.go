@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"conduit/internal/config"
+	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/money"
 	"conduit/internal/pipeline"
+	"conduit/internal/pricing"
 )
 
 func testService(t *testing.T) *Service {
@@ -63,5 +65,41 @@ func TestEstimateRendersPromptsAndBoundsByTheHold(t *testing.T) {
 	long, _ := s.Estimate(g, map[string]string{"q": strings.Repeat("word ", 500)})
 	if long.Nodes[0].PromptTokens != 100 {
 		t.Fatalf("capped at the context window: %+v", long.Nodes[0])
+	}
+}
+
+// Generation nodes are priced from the media menus: the estimate's
+// minimum pays each for the text it renders, the maximum (the hold) a
+// speech template at its longest text.
+func TestEstimatePricesGenerationNodes(t *testing.T) {
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := pricing.NewVideoCatalog(cfg.Media.Video)
+	sp, _ := pricing.NewSpeechCatalog(cfg.Media.Speech)
+	mu, _ := pricing.NewMusicCatalog(cfg.Media.Music)
+	s := testService(t)
+	s.Library = &library.Service{Generation: pricing.Generation{Video: v, Speech: sp, Music: mu}}
+	g, err := pipeline.Parse([]byte(`{"nodes":[
+		{"id":"q","type":"input","key":"q"},
+		{"id":"say","type":"speech","text":"{{q}}"},
+		{"id":"bed","type":"music","prompt":"calm","seconds":60},
+		{"id":"out","type":"output","key":"a","from":"say"}],
+		"edges":[{"from":"q","to":"say"},{"from":"say","to":"out"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := s.Estimate(g, map[string]string{"q": strings.Repeat("a", 1000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.MinUSD != money.Cents(42)+money.Cents(10) || est.MaxUSD != money.Cents(126)+money.Cents(10) || est.MaxUSD != s.HoldFor(g) {
+		t.Fatalf("%+v", est)
+	}
+	// Without the media library a graph with generation nodes cannot run.
+	s.Library = nil
+	if _, _, err := s.Start(t.Context(), "acct", &Target{Graph: g}, Request{}); err == nil || !strings.Contains(err.Error(), "generation nodes") {
+		t.Fatalf("%v", err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 
 	"conduit/internal/config"
 	"conduit/internal/errs"
+	"conduit/internal/library"
 	"conduit/internal/logging"
 	"conduit/internal/models"
 	"conduit/internal/money"
@@ -44,6 +45,9 @@ type Service struct {
 	Temporal client.Client
 	Catalog  *models.Catalog
 	Runs     config.Runs
+	// Library prices, bounds and allows generation nodes (nil: media is
+	// off, and runs of graphs with generation nodes are refused).
+	Library *library.Service
 	// BaseURL is the API's public address (status URLs); TopUpURL is where
 	// a human buys credit (the 402 answer points there).
 	BaseURL  string
@@ -115,10 +119,12 @@ func CheckInputs(g *pipeline.Graph, raw json.RawMessage) (map[string]string, err
 }
 
 // HoldFor is the most a run of g can cost: every model node at a full
-// context window plus its maxTokens. The run holds this much and is
-// charged its actual cost.
+// context window plus its maxTokens, every generation node at its menu
+// price. The run holds this much and is charged its actual cost.
 func (s *Service) HoldFor(g *pipeline.Graph) money.Micros {
-	var total money.Micros
+	// Generation nodes at their menu price (a speech template at the
+	// longest text it may render to).
+	total, _ := s.Library.Plan(g)
 	for _, n := range g.Nodes {
 		if n.Type != "model" {
 			continue
@@ -172,10 +178,14 @@ const admitWait = 30 * time.Second
 // workflow, or the run it admitted; existing says so.
 func (s *Service) Start(ctx context.Context, account string, t *Target, rr Request) (store.Run, bool, error) {
 	p, v, g := t.Pipeline, t.Version, t.Graph
+	if err := s.Library.Runnable(g); err != nil {
+		return store.Run{}, false, err
+	}
+	_, bounds := s.Library.Plan(g)
 	now := time.Now()
 	in := workflows.RunInput{
 		RunID: NewRunID(now), PipelineID: p.ID, Version: v.Version, AccountID: account,
-		Graph: v.Graph, Inputs: rr.Inputs, Held: s.HoldFor(g),
+		Graph: v.Graph, Inputs: rr.Inputs, Held: s.HoldFor(g), Generation: bounds,
 		ModelTimeout: s.Runs.ModelTimeout, ModelAttempts: int32(s.Runs.ModelAttempts),
 		StreamNode: rr.StreamNode, InlineNodes: s.inlineNodes(g),
 		Kind: rr.Kind, StartedAt: now, IdempotencyKey: rr.IdempotencyKey, RequestHash: requestHash(rr.Kind, rr.Inputs),

@@ -182,12 +182,19 @@ type RunResult struct {
 	Cost             money.Micros
 	Error            string
 	FinishedAt       time.Time
+	// Media are the library items the run's generation nodes made; they
+	// are written with the result, so an item is in the library exactly
+	// when its price is charged.
+	Media []MediaItem `json:",omitempty"`
 }
 
-// FinishRun writes the result and settles the run's hold in one
-// transaction: a successful run is charged its cost (at most what was
-// held), any other outcome releases the hold and charges nothing. Calling
-// it again (an activity retry) changes nothing.
+// FinishRun writes the result (and the library items its generation nodes
+// made) and settles the run's hold in one transaction: the run is charged
+// res.Cost (at most what was held) and the rest released. The workflow
+// decides the cost: a successful run's, or for any other outcome only the
+// media its generation nodes made (zero without any), so a failed run
+// without media is charged nothing. Calling it again (an activity retry)
+// changes nothing.
 func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 	r, err := s.Run(ctx, res.RunID)
 	if err != nil {
@@ -203,12 +210,21 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 				duration_ms = (extract(epoch FROM ($9::timestamptz - started_at)) * 1000)::bigint
 			WHERE run_id = $1 AND status = 'running'`,
 			res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens, res.Cost, res.Error, res.FinishedAt)
-		return err
+		if err != nil {
+			return err
+		}
+		for _, it := range res.Media {
+			it.AccountID, it.RunID, it.PipelineID, it.Origin = r.AccountID, r.RunID, r.PipelineID, OriginGenerated
+			if err := insertItemTx(ctx, tx, it); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	switch {
 	case r.HoldID == "":
 		return pgx.BeginFunc(ctx, s.pool, write)
-	case res.Status == "success":
+	case res.Status == "success" || res.Cost > 0:
 		return s.Capture(ctx, r.HoldID, res.Cost, write)
 	}
 	return s.Release(ctx, r.HoldID, write)

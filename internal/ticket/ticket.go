@@ -83,3 +83,17 @@ func (s *Signer) mac(kind, runID string, exp int64) string {
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
+
+// Expiry reads when a ticket this package issued expires (the zero time
+// for a malformed one). It checks nothing: Verify does.
+func Expiry(token string) time.Time {
+	expPart, _, ok := strings.Cut(token, ".")
+	if !ok {
+		return time.Time{}
+	}
+	exp, err := strconv.ParseInt(expPart, 10, 64)
+	if err != nil || exp <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(exp, 0).UTC()
+}

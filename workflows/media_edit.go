@@ -1,0 +1,181 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"conduit/activities"
+	"conduit/internal/media"
+	"conduit/internal/money"
+	"conduit/internal/store"
+)
+
+// MediaEditWorkflowID is the workflow of one library job (an import, an
+// assembly or an edit): derived from the job id, so Temporal refuses a
+// second workflow for the same job.
+func MediaEditWorkflowID(jobID string) string { return "media-edit/" + jobID }
+
+// Job stages, answered by StageQuery while a job runs.
+const (
+	StageOpening = "opening"
+	StageWorking = "working"
+)
+
+// MediaJobInput is one library job, as checked by the library
+// (internal/library): the row to record with its hold, the item it makes
+// and its work.
+type MediaJobInput struct {
+	Job    store.NewMediaJob
+	ItemID string
+	URL    string
+	Spec   media.EditSpec
+	// Timeout bounds the work across attempts; HeartbeatTimeout is how
+	// long an attempt may go silent before another worker takes over.
+	Timeout          time.Duration
+	HeartbeatTimeout time.Duration
+}
+
+// JobRequest is what each caller's admission update carries: the hash of
+// its request, which an Idempotency-Key is bound to.
+type JobRequest struct {
+	RequestHash string
+}
+
+// JobAdmission answers the admission update: accepted (Job, possibly an
+// Existing one), or why not.
+type JobAdmission struct {
+	Accepted bool
+	Existing bool
+	Job      store.MediaJob
+	// Conflict: the Idempotency-Key names another request's job.
+	Conflict bool
+	// Insufficient: the balance (Balance) cannot cover Price.
+	Insufficient bool
+	Balance      money.Micros
+	Price        money.Micros
+	// Missing source items (not the account's, or deleted meanwhile).
+	Missing []string
+	// Expired: the workflow ran too late to admit (AdmitWithin).
+	Expired bool
+}
+
+// MediaEdit runs one library job: its first step records the job and holds
+// its price (answering the admission update the API started it with), the
+// work runs on the bounded render work queue with heartbeats and bounded
+// retries, and the last step records the outcome with its money in one
+// transaction — the item in the library and the price charged, or the
+// error and the hold released. A success that cannot be recorded is
+// recorded as a failure and its file removed: nothing is half-written.
+func MediaEdit(ctx workflow.Context, in MediaJobInput) error {
+	var admission *JobAdmission
+	var admitErr error
+	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context, req JobRequest) (JobAdmission, error) {
+		if err := workflow.Await(ctx, func() bool { return admission != nil || admitErr != nil }); err != nil {
+			return JobAdmission{}, err
+		}
+		if admitErr != nil {
+			return JobAdmission{}, admitErr
+		}
+		// A retry with the same Idempotency-Key but another request,
+		// while this job runs.
+		if req.RequestHash != in.Job.RequestHash {
+			return JobAdmission{Conflict: true, Job: admission.Job}, nil
+		}
+		return *admission, nil
+	}); err != nil {
+		return err
+	}
+	stage := StageOpening
+	if err := workflow.SetQueryHandler(ctx, StageQuery, func() (string, error) { return stage, nil }); err != nil {
+		return err
+	}
+	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
+
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
+	adm, err := admitJob(ctx, short, in)
+	if err != nil {
+		admitErr = err
+		return err
+	}
+	admission = &adm
+	if !adm.Accepted || adm.Existing {
+		status := StatusRefused
+		if adm.Existing {
+			status = StatusDuplicate
+		}
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(status))
+		return nil
+	}
+
+	stage = StageWorking
+	work := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              RenderWorkQueue,
+		ScheduleToCloseTimeout: in.Timeout,
+		StartToCloseTimeout:    in.Timeout,
+		HeartbeatTimeout:       in.HeartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3,
+			NonRetryableErrorTypes: []string{activities.ErrTypeMediaJob}},
+	})
+	var item store.MediaItem
+	workErr := workflow.ExecuteActivity(work, ActRunMediaJob, activities.MediaJobWork{
+		JobID: in.Job.ID, AccountID: in.Job.AccountID, ItemID: in.ItemID, Kind: in.Job.Kind, URL: in.URL, Sources: in.Job.SourceItems, Spec: in.Spec,
+	}).Get(ctx, &item)
+
+	stage = StageRecording
+	res := store.MediaJobResult{JobID: in.Job.ID, FinishedAt: workflow.Now(ctx)}
+	status := StatusSuccess
+	if workErr != nil {
+		res.Error, status = jobFailure(workErr), StatusError
+	} else {
+		res.Item = &item
+	}
+	if err := workflow.ExecuteActivity(short, ActFinishMediaJob, activities.FinishJobInput{Result: res}).Get(ctx, nil); err != nil {
+		// The outcome cannot be recorded as it is: record a failure, which
+		// releases the hold, and remove the file nobody will list.
+		status = StatusError
+		failed := store.MediaJobResult{JobID: in.Job.ID, Error: "the job's result could not be recorded; nothing was charged", FinishedAt: res.FinishedAt}
+		if err := workflow.ExecuteActivity(short, ActFinishMediaJob, activities.FinishJobInput{Result: failed, Discard: item.BlobKey}).Get(ctx, nil); err != nil {
+			_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(status))
+			return err
+		}
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(status))
+	return nil
+}
+
+// admitJob records the job and its hold, or says why not.
+func admitJob(ctx, short workflow.Context, in MediaJobInput) (JobAdmission, error) {
+	if workflow.Now(ctx).Sub(in.Job.CreatedAt) > AdmitWithin {
+		return JobAdmission{Expired: true}, nil
+	}
+	var opened activities.OpenedJob
+	if err := workflow.ExecuteActivity(short, ActOpenMediaJob, in.Job).Get(ctx, &opened); err != nil {
+		return JobAdmission{}, err
+	}
+	switch {
+	case opened.Insufficient:
+		return JobAdmission{Insufficient: true, Balance: opened.Balance, Price: in.Job.Price}, nil
+	case len(opened.Missing) > 0:
+		return JobAdmission{Missing: opened.Missing}, nil
+	case opened.Conflict:
+		return JobAdmission{Conflict: true, Job: opened.Job}, nil
+	}
+	return JobAdmission{Accepted: true, Existing: opened.Existing, Job: opened.Job}, nil
+}
+
+// jobFailure is the failure in the job's own words, without Temporal's
+// wrapping.
+func jobFailure(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return "the job did not finish in time"
+	}
+	return err.Error()
+}
