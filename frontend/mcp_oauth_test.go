@@ -111,7 +111,7 @@ func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog)
 // could round to expires_in 0, which clients read as "no expiry").
 func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
 	base := startOAuthServer(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = 2 * time.Second })
-	_, email, password := env.NewLogin(t, "pipelines:read", "pipelines:write", "pipelines:run", "keys:manage")
+	_, email, password := env.NewLogin(t, "pipelines:read", "pipelines:write", "pipelines:run", "keys:manage", "media:read", "media:write")
 	log := &tokenLog{}
 	cs := connectWithOAuth(t, base, email, password, log)
 	if log.count("authorization_code") != 1 {
@@ -141,6 +141,39 @@ func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
 	if b := toolOK(t, cs, "get_credit_balance", map[string]any{}); usd(b["balanceUsd"]) <= 0 {
 		t.Fatalf("balance: %v", b)
 	}
+	// Media: a pipeline whose speech and music nodes fill the library, and
+	// the two generated items assembled (music under the narration) into a
+	// file ffprobe reads as one audio stream as long as the narration.
+	gen := toolOK(t, cs, "create_pipeline", map[string]any{"name": "narrated", "draft": narrationGraph("calm piano at 80 bpm")})
+	toolOK(t, cs, "publish_pipeline", map[string]any{"pipelineId": gen["id"]})
+	made := toolOK(t, cs, "run_pipeline", map[string]any{"pipelineId": gen["id"], "inputs": map[string]any{"line": "Thanks for flying with us."}, "waitSeconds": 60})
+	if made["status"] != "success" {
+		t.Fatalf("generation run: %v", made)
+	}
+	items := toolOK(t, cs, "list_media", map[string]any{})["items"].([]any)
+	if len(items) != 2 {
+		t.Fatalf("library: %v", items)
+	}
+	byNode := map[string]string{}
+	for _, it := range items {
+		m := it.(map[string]any)
+		byNode[m["origin"].(map[string]any)["nodeId"].(string)] = m["id"].(string)
+	}
+	narration := toolOK(t, cs, "get_media", map[string]any{"id": byNode["say"]})
+	job := toolOK(t, cs, "assemble_media", map[string]any{"operation": "music_under", "items": []string{byNode["say"], byNode["bed"]}, "waitSeconds": 120})
+	if job["status"] != "success" || job["item"] == nil {
+		t.Fatalf("assemble_media: %v", job)
+	}
+	mixed := job["item"].(map[string]any)
+	info := probeURL(t, mixed["url"].(string), mixed["contentType"].(string))
+	if info.audio != 1 || info.video != 0 {
+		t.Fatalf("the assembly's streams: %+v", info)
+	}
+	near(t, "the assembly's length", info.duration, narration["durationSeconds"].(float64), 0.5)
+	if o := mixed["origin"].(map[string]any); o["operation"] != "music_under" || len(o["items"].([]any)) != 2 {
+		t.Fatalf("the assembly's provenance: %v", o)
+	}
+
 	// An OAuth connection mints a key for its account, at most with the
 	// token's scopes; the key works at once as a plain Bearer key.
 	k := toolOK(t, cs, "create_api_key", map[string]any{"name": "from the assistant", "permissions": []string{"pipelines:read"}})
@@ -148,10 +181,10 @@ func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
 	if !strings.HasPrefix(secret, "cnd_") {
 		t.Fatalf("create_api_key: %v", k)
 	}
-	if l := toolOK(t, connectMCP(t, secret, nil), "list_pipelines", map[string]any{}); len(l["pipelines"].([]any)) != 1 {
+	if l := toolOK(t, connectMCP(t, secret, nil), "list_pipelines", map[string]any{}); len(l["pipelines"].([]any)) != 2 {
 		t.Fatalf("the minted key's list: %v", l)
 	}
-	toolErr(t, cs, "create_api_key", map[string]any{"name": "wider", "permissions": []string{"media:write"}}, "media:write")
+	toolErr(t, cs, "create_api_key", map[string]any{"name": "wider", "permissions": []string{"enclaves:write"}}, "enclaves:write")
 
 	// Short-lived tokens: the client refreshed (rotating) along the way.
 	if log.count("refresh_token") == 0 {

@@ -48,7 +48,7 @@ type principalCtxKey struct{}
 
 func (s *Server) newToolServer(d Deps) {
 	s.tools = tools.New(tools.Deps{
-		Pipelines: s.pipes, Runs: s.runs, Accounts: d.Accounts, Payments: d.Payments, Store: d.Store,
+		Pipelines: s.pipes, Runs: s.runs, Accounts: d.Accounts, Payments: d.Payments, Library: d.Library, Store: d.Store,
 		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL(),
 		Internal: func(ctx context.Context, tool string, err error) {
 			logging.From(ctx).Error("tool failed", "tool", tool, "err", err)

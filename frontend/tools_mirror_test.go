@@ -3,6 +3,7 @@ package frontend_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func mirrorSchemas(t *testing.T, key string) map[string]*jsonschema.Resolved {
 		}
 		out[name] = resolved
 	}
-	if len(out) != 13 {
+	if len(out) != 19 {
 		t.Fatalf("%d tools listed", len(out))
 	}
 	return out
@@ -270,5 +271,60 @@ func TestToolMirrorRefusesBadBodies(t *testing.T) {
 	}
 	if keys := wantStatus(t, do(t, http.MethodGet, "/api/keys", key, nil), http.StatusOK)["keys"].([]any); len(keys) != 1 {
 		t.Fatalf("keys: %v", keys)
+	}
+}
+
+// The media tools answer alike on both surfaces too, and their answers
+// validate against the listed schemas. File URLs are fresh per answer.
+func TestMediaToolsMirrorMatchesMCP(t *testing.T) {
+	_, key := env.NewAccount(t)
+	schemas := mirrorSchemas(t, key)
+	cs := connectMCP(t, key, nil)
+	fresh := func(v map[string]any) any {
+		b, _ := json.Marshal(v)
+		s := regexp.MustCompile(`"(url|urlExpiresAt|jobId)":"[^"]*"`).ReplaceAllString(string(b), `"$1":"…"`)
+		var out any
+		_ = json.Unmarshal([]byte(s), &out)
+		return normalize(out)
+	}
+	answer := func(name string, args map[string]any) (map[string]any, map[string]any) {
+		t.Helper()
+		viaMCP := toolOK(t, cs, name, args)
+		viaHTTP := mirror(t, key, name, args, http.StatusOK)
+		for _, a := range []map[string]any{viaMCP, viaHTTP} {
+			if err := schemas[name].Validate(a); err != nil {
+				t.Fatalf("%s: the answer %v does not match its output schema: %v", name, a, err)
+			}
+		}
+		if !jsonEqual(fresh(viaMCP), fresh(viaHTTP)) {
+			t.Fatalf("%s: MCP answered %v, the mirror %v", name, viaMCP, viaHTTP)
+		}
+		return viaMCP, viaHTTP
+	}
+	id := createPipeline(t, key, narrationGraph("slow ambient pads"))
+	publish(t, key, id)
+	if run := waitRunLong(t, key, invoke(t, key, id, map[string]any{"line": "Two surfaces, one library."})["statusUrl"].(string)); run["status"] != "success" {
+		t.Fatalf("run %v", run)
+	}
+	list, _ := answer("list_media", map[string]any{})
+	items := list["items"].([]any)
+	if len(items) != 2 {
+		t.Fatalf("library %v", items)
+	}
+	first := items[0].(map[string]any)["id"].(string)
+	answer("get_media", map[string]any{"id": first})
+	a, b := answer("edit_media", map[string]any{"item": first, "operation": "volume", "gain": 0.5, "waitSeconds": 120})
+	if a["status"] != "success" || b["status"] != "success" || a["id"] == b["id"] {
+		t.Fatalf("edits %v %v", a, b)
+	}
+	answer("get_media_job", map[string]any{"id": a["id"]})
+	if l, _ := answer("list_media", map[string]any{"kind": "audio", "limit": 10}); len(l["items"].([]any)) != 4 {
+		t.Fatalf("after two edits: %v", l)
+	}
+	mirror(t, key, "get_media", map[string]any{"id": "med_0000000000000000"}, http.StatusNotFound)
+	mirror(t, key, "edit_media", map[string]any{"item": first, "operation": "volume"}, http.StatusBadRequest)
+	_, reader := env.NewAccount(t, "pipelines:read")
+	if r := mirror(t, reader, "list_media", map[string]any{}, http.StatusForbidden); !strings.Contains(r["error"].(string), "media:read") {
+		t.Fatalf("403 body %v", r)
 	}
 }

@@ -30,7 +30,7 @@ func TestEveryToolIsDescribed(t *testing.T) {
 			}
 		}
 	}
-	if len(seen) != 13 {
+	if len(seen) != 19 {
 		t.Errorf("%d tools", len(seen))
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/library"
 	"conduit/internal/payments"
 	"conduit/internal/pipelines"
 	"conduit/internal/runs"
@@ -17,6 +18,7 @@ type Deps struct {
 	Runs      *runs.Service
 	Accounts  *accounts.Service
 	Payments  *payments.Service
+	Library   *library.Service // nil: the media tools answer unavailable
 	Store     *store.Store
 	// BaseURL and TopUpURL are the API's public addresses.
 	BaseURL, TopUpURL string
@@ -41,7 +43,7 @@ func New(d Deps) *Registry {
 		Description: "Reads one pipeline in full: its editable draft graph with draftValidation (valid, and every problem naming node and field), the contract of the serving version (input keys with required flags, output keys: what run_pipeline takes and gives) and its published versions, newest first."},
 		t.getPipeline)
 	Add(r, Meta{Name: "create_pipeline", Title: "Create a pipeline", Scope: apikey.PipelinesWrite,
-		Description: "Creates a pipeline with a name and, optionally, a draft graph {nodes, edges} (docs/pipelines.md: node types input, prompt, model, guardrail, output; templates use {{nodeId}} and need an edge from that node). The draft must be a graph but need not be valid yet; nothing serves until publish_pipeline. Answers the full pipeline with draftValidation."},
+		Description: "Creates a pipeline with a name and, optionally, a draft graph {nodes, edges} (docs/pipelines.md: node types input, prompt, model, guardrail, output, and the generation nodes speech, music and video (docs/media.md); templates use {{nodeId}} and need an edge from that node). The draft must be a graph but need not be valid yet; nothing serves until publish_pipeline. Answers the full pipeline with draftValidation."},
 		t.createPipeline)
 	Add(r, Meta{Name: "update_draft", Title: "Replace a pipeline's draft", Scope: apikey.PipelinesWrite, Destructive: true, Idempotent: true,
 		Description: "Replaces a pipeline's draft graph (and its name, when given). A draft that parses is saved even when invalid; draftValidation in the answer lists what to fix. What serves runs does not change until publish_pipeline."},
@@ -75,5 +77,24 @@ func New(d Deps) *Registry {
 	Add(r, Meta{Name: "create_api_key", Title: "Create an API key", Scope: apikey.KeysManage,
 		Description: "Mints an API key for the connected account, for programs that call the REST API or this server with Authorization: Bearer <key>. permissions are scopes (pipelines:read, pipelines:write, pipelines:run, keys:manage, …; default pipelines:read and pipelines:run) and can be at most the ones this connection holds. The secret is in key and is shown only this once: hand it to the user to store."},
 		t.createAPIKey)
+
+	Add(r, Meta{Name: "list_media", Title: "List the media library", Scope: apikey.MediaRead, ReadOnly: true, Idempotent: true,
+		Description: "Lists the account's media library, newest first: files its pipelines generated (speech, music and video nodes), files it imported, and files it assembled or edited, each with kind, content type, size, duration, a fresh expiring file URL and its origin (which run and node, which URL, or which items and operation). Pages hold limit items (1 to 100, default 20); when nextAfter is set, call again with after = nextAfter."},
+		t.listMedia)
+	Add(r, Meta{Name: "get_media", Title: "Get a media item", Scope: apikey.MediaRead, ReadOnly: true, Idempotent: true,
+		Description: "Reads one library item by id (med_…): kind, content type, size, duration, its origin, and a fresh file URL that expires (get it again for a new one)."},
+		t.getMedia)
+	Add(r, Meta{Name: "assemble_media", Title: "Assemble media", Scope: apikey.MediaWrite, OpenWorld: true,
+		Description: "Combines library items into a new item as a durable job: concat (one after another), crossfade, music_under (lay the second item's sound under the first) or narrate (a voice over the first item, whose sound is lowered). The items stay as they are. Costs the job price (docs/media.md), held while it runs and charged only if it succeeds. With waitSeconds the tool answers the finished job with its new item; otherwise call get_media_job later."},
+		t.assembleMedia)
+	Add(r, Meta{Name: "edit_media", Title: "Edit a media item", Scope: apikey.MediaWrite, OpenWorld: true,
+		Description: "Makes a new library item from one: trim (start..end seconds), volume (scale by gain), transcode (another format) or extract_audio (a video's sound track). The original stays. Costs the job price, charged only if it succeeds. With waitSeconds the tool answers the finished job with its new item; otherwise call get_media_job later."},
+		t.editMedia)
+	Add(r, Meta{Name: "import_media", Title: "Import media from a URL", Scope: apikey.MediaWrite, OpenWorld: true,
+		Description: "Fetches a public https URL of a video, audio file or image into the library (judged by its content; private and internal addresses are refused). Costs the job price, charged only if it succeeds. With waitSeconds the tool answers the finished job with its new item."},
+		t.importMedia)
+	Add(r, Meta{Name: "get_media_job", Title: "Get a media job", Scope: apikey.MediaRead, ReadOnly: true, Idempotent: true,
+		Description: "Reads an import, assembly or edit job by id (job_…): running, or finished with its new item, or its error."},
+		t.getMediaJob)
 	return r
 }
