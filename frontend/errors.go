@@ -224,6 +224,12 @@ func (s *Server) challenged(c *gin.Context) {
 				meta = s.deps.OAuth.ResourceMetadataURL()
 			}
 			c.Set(challengeKey, meta)
+			// Browser-based MCP clients (the MCP Inspector's direct mode)
+			// call these routes cross-origin. They authenticate with a
+			// bearer header, never cookies, so any origin may read the
+			// answers; the headers a client needs are exposed.
+			c.Header("Access-Control-Allow-Origin", "*")
+			c.Header("Access-Control-Expose-Headers", "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate")
 			break
 		}
 	}

@@ -216,3 +216,28 @@ func TestMCPOverOAuthMissingScopeIsAToolError(t *testing.T) {
 		t.Fatalf("list: %v", l)
 	}
 }
+
+// A browser-based MCP client (the MCP Inspector's direct mode) can reach
+// the tool server cross-origin: the preflight is answered without a
+// credential, and answers (401 challenges too) are readable with the
+// headers a client needs.
+func TestToolServerAnswersBrowsers(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodOptions, env.URL+"/api/mcp", nil)
+	req.Header.Set("Origin", "http://localhost:6274")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization, content-type, mcp-protocol-version")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	r := do(t, http.MethodPost, "/api/mcp", "", map[string]any{}, "Origin", "http://localhost:6274")
+	if r.Status != http.StatusUnauthorized || r.Header.Get("Access-Control-Allow-Origin") != "*" ||
+		!strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "WWW-Authenticate") || r.Header.Get("WWW-Authenticate") == "" {
+		t.Fatalf("401 to a browser: %d %v", r.Status, r.Header)
+	}
+}

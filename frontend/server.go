@@ -186,6 +186,12 @@ func New(d Deps) *Server {
 	api.GET("/v1/tools", s.listTools)
 	api.POST("/v1/tools/:name", s.callTool)
 
+	// Cross-origin preflights for the tool server and its mirror carry no
+	// credential, so they are answered before authentication.
+	r.OPTIONS(MCPPath, toolPreflight)
+	r.OPTIONS(ToolsPath, toolPreflight)
+	r.OPTIONS(ToolsPath+"/:name", toolPreflight)
+
 	// Chat completions speak OpenAI's error shape from the first check on.
 	r.POST(ChatPath, useShape(shapeOpenAI), checkInput, s.authenticate,
 		requireScope(apikey.PipelinesRun), s.loadPipeline, s.chatCompletions)

@@ -136,3 +136,12 @@ func (s *Server) callTool(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, out)
 }
+
+// toolPreflight answers a browser's CORS preflight for the tool routes
+// (the answer's Allow-Origin comes from Server.challenged).
+func toolPreflight(c *gin.Context) {
+	c.Header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+	c.Header("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID")
+	c.Header("Access-Control-Max-Age", "600")
+	c.Status(http.StatusNoContent)
+}
