@@ -72,7 +72,7 @@ func TestOfficialTypeScriptMCPClient(t *testing.T) {
 	if res.SessionID == "" || res.ProtocolVersion == "" {
 		t.Errorf("no session (%q) or protocol version (%q)", res.SessionID, res.ProtocolVersion)
 	}
-	if len(res.Tools) != 13 {
+	if len(res.Tools) != 19 {
 		t.Errorf("%d tools", len(res.Tools))
 	}
 	for _, tool := range res.Tools {
