@@ -29,7 +29,9 @@ type Deps struct {
 	Facilitator x402.Facilitator
 	// Renders renders pay-per-call files (nil when pay-per-call is off).
 	Renders *activities.Renders
-	Log     *slog.Logger
+	// Enclaves runs the enclave lifecycle (nil when enclaves are off).
+	Enclaves *activities.Enclaves
+	Log      *slog.Logger
 	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
 	Pollers           int
 	RenderConcurrency int
@@ -80,6 +82,15 @@ func Registry(d Deps) []Queue {
 			Queue{Queue: workflows.RenderQueue, Workflows: map[string]any{workflows.WfRender: workflows.Render}, Activities: short},
 			Queue{Queue: workflows.RenderWorkQueue, Activities: map[string]any{workflows.ActRender: r.Render}, MaxActivities: max(1, d.RenderConcurrency)},
 		)
+	}
+	if e := d.Enclaves; e != nil {
+		queues = append(queues, Queue{Queue: workflows.EnclaveQueue,
+			Workflows: map[string]any{workflows.WfEnclave: workflows.Enclave},
+			Activities: map[string]any{
+				workflows.ActEnclaveProject: e.Project, workflows.ActEnclavePrepare: e.Prepare, workflows.ActEnclaveDeploy: e.Deploy,
+				workflows.ActEnclavePause: e.Pause, workflows.ActEnclaveResume: e.Resume, workflows.ActEnclaveTerminate: e.Terminate,
+				workflows.ActEnclaveCopyLogs: e.CopyLogs,
+			}})
 	}
 	return queues
 }

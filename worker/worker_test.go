@@ -18,11 +18,12 @@ var pinned = map[string]string{
 	"payments":     "workflows TopUp; activities Grant, Settle",
 	"renders":      "workflows Render; activities CreditPayment, FinishRender, Grant, MarkLate, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities Render",
+	"enclaves":     "workflows Enclave; activities EnclaveCopyLogs, EnclaveDeploy, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveTerminate",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {
 	got := map[string]string{}
-	for _, q := range Registry(Deps{Renders: &activities.Renders{}}) {
+	for _, q := range Registry(Deps{Renders: &activities.Renders{}, Enclaves: &activities.Enclaves{}}) {
 		got[q.Queue] = "workflows " + strings.Join(slices.Sorted(maps.Keys(q.Workflows)), ", ") +
 			"; activities " + strings.Join(slices.Sorted(maps.Keys(q.Activities)), ", ")
 	}

@@ -12,6 +12,7 @@ const (
 	WfPipelineRun = "PipelineRun"
 	WfTopUp       = "TopUp"
 	WfRender      = "Render"
+	WfEnclave     = "Enclave"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -26,4 +27,12 @@ const (
 	ActMarkLate      = "MarkLate"
 	ActFinishRender  = "FinishRender"
 	ActRender        = "Render"
+
+	ActEnclaveProject   = "EnclaveProject"
+	ActEnclavePrepare   = "EnclavePrepare"
+	ActEnclaveDeploy    = "EnclaveDeploy"
+	ActEnclavePause     = "EnclavePause"
+	ActEnclaveResume    = "EnclaveResume"
+	ActEnclaveTerminate = "EnclaveTerminate"
+	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
 )

@@ -1,0 +1,121 @@
+package activities
+
+import (
+	"context"
+
+	"conduit/internal/codec"
+	"conduit/internal/enclave"
+	"conduit/internal/enclaves"
+	"conduit/internal/store"
+)
+
+// Enclaves are the side effects of the enclave lifecycle: the provider's
+// work (prepare, deploy, pause, resume, terminate, logs) and the record's
+// projection in PostgreSQL. Every one is idempotent: the provider's calls
+// are keyed by the enclave id, the projection overwrites, log lines carry
+// the provider's sequence numbers.
+type Enclaves struct {
+	Store    *store.Store
+	Provider enclave.Provider
+	// Secrets opens sealed registry credentials (nil: none are kept).
+	Secrets *codec.Codec
+}
+
+// EnclaveStep is one projection write with the log entries that go with it.
+type EnclaveStep struct {
+	Projection store.EnclaveProjection
+	Logs       []store.EnclaveLog
+}
+
+// Project writes the workflow's view of the enclave and its lifecycle log
+// entries.
+func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
+	if err := e.Store.ProjectEnclave(ctx, s.Projection); err != nil {
+		return err
+	}
+	return e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs)
+}
+
+// Prepared is a measured image and how the record says to run it.
+type Prepared struct {
+	Image  enclave.Image
+	Config enclave.Config
+}
+
+// Prepare pulls and measures the image the record names now (a PATCH
+// before deployment is honoured); registry credentials, when private, are
+// opened from the record here: they never travel through workflow history.
+func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
+	rec, err := e.Store.Enclave(ctx, id)
+	if err != nil {
+		return Prepared{}, err
+	}
+	in := struct{ ID string }{id}
+	src := enclave.Source{Ref: rec.ProviderConfig.DockerImage}
+	cfg := enclave.Config{CPUCount: rec.ProviderConfig.CPUCount, MemoryMiB: rec.ProviderConfig.MemoryMiB}
+	if rec.SourceType == enclaves.SourcePrivateRegistry {
+		sealed, err := e.Store.EnclaveSecret(ctx, in.ID)
+		if err != nil {
+			return Prepared{}, err
+		}
+		if e.Secrets == nil || len(sealed) == 0 {
+			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", in.ID, "the registry credentials cannot be opened: no secret key is configured")
+		}
+		pw, err := e.Secrets.Open(sealed, enclaves.SecretPurpose(in.ID))
+		if err != nil {
+			return Prepared{}, enclave.Wrap(enclave.Permanent, "prepare", in.ID, err)
+		}
+		src.Username, src.Password = rec.RegistryUsername, string(pw)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	img, err := e.Provider.Prepare(ctx, in.ID, src)
+	return Prepared{Image: img, Config: cfg}, err
+}
+
+// DeployInput is a prepared image and how to run it.
+type DeployInput struct {
+	ID     string
+	Image  enclave.Image
+	Config enclave.Config
+}
+
+// Deploy starts the instance (or answers the running one).
+func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance, error) {
+	stop := heartbeat(ctx)
+	defer stop()
+	return e.Provider.Deploy(ctx, in.ID, in.Image, in.Config)
+}
+
+// Pause freezes the instance.
+func (e *Enclaves) Pause(ctx context.Context, id string) error { return e.Provider.Pause(ctx, id) }
+
+// Resume thaws the instance.
+func (e *Enclaves) Resume(ctx context.Context, id string) error { return e.Provider.Resume(ctx, id) }
+
+// Terminate stops the instance and removes its files.
+func (e *Enclaves) Terminate(ctx context.Context, id string) error {
+	stop := heartbeat(ctx)
+	defer stop()
+	return e.Provider.Terminate(ctx, id)
+}
+
+// CopyLogs copies the application's new output lines into the enclave's
+// log (type application; stderr lines also as errors) and answers how
+// many were copied.
+func (e *Enclaves) CopyLogs(ctx context.Context, id string) (int, error) {
+	after, err := e.Store.LastAppSeq(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	lines, err := e.Provider.Logs(ctx, id, after, 1000)
+	if err != nil {
+		return 0, err
+	}
+	out := make([]store.EnclaveLog, 0, len(lines))
+	for _, l := range lines {
+		seq := l.Seq
+		out = append(out, store.EnclaveLog{Type: "application", Source: "enclave/" + id, Stream: string(l.Stream), Message: l.Text, At: l.Time, AppSeq: &seq})
+	}
+	return len(lines), e.Store.AppendEnclaveLogs(ctx, id, out)
+}
