@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 
 	"conduit/internal/codec"
 	"conduit/internal/enclave"
@@ -70,7 +71,16 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 	stop := heartbeat(ctx)
 	defer stop()
 	img, err := e.Provider.Prepare(ctx, in.ID, src)
-	return Prepared{Image: img, Config: cfg}, err
+	return Prepared{Image: img, Config: cfg}, interrupted(ctx, err)
+}
+
+// interrupted keeps a step the worker abandoned (stopped, timed out)
+// retryable: the provider may have called the cut-short work permanent.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("the step was interrupted (%v); it is retried: %s", ctx.Err(), err.Error())
+	}
+	return err
 }
 
 // DeployInput is a prepared image and how to run it.
@@ -84,7 +94,8 @@ type DeployInput struct {
 func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance, error) {
 	stop := heartbeat(ctx)
 	defer stop()
-	return e.Provider.Deploy(ctx, in.ID, in.Image, in.Config)
+	inst, err := e.Provider.Deploy(ctx, in.ID, in.Image, in.Config)
+	return inst, interrupted(ctx, err)
 }
 
 // Pause freezes the instance.
@@ -97,7 +108,7 @@ func (e *Enclaves) Resume(ctx context.Context, id string) error { return e.Provi
 func (e *Enclaves) Terminate(ctx context.Context, id string) error {
 	stop := heartbeat(ctx)
 	defer stop()
-	return e.Provider.Terminate(ctx, id)
+	return interrupted(ctx, e.Provider.Terminate(ctx, id))
 }
 
 // CopyLogs copies the application's new output lines into the enclave's

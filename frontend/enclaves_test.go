@@ -1,0 +1,219 @@
+package frontend_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitEnclave polls the record until its status is want (failing on a
+// final status that is not).
+func waitEnclave(t *testing.T, key, id, want string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
+		st := e["status"].(string)
+		if st == want {
+			return e
+		}
+		if (st == "FAILED" || st == "DESTROYED") && st != want {
+			t.Fatalf("enclave %s is %s, want %s: %v", id, st, want, e)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("enclave %s is still %s after %s, want %s", id, st, within, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func enclaveBody(ref string) map[string]any {
+	return map[string]any{"name": "echo", "description": "the test app", "providerConfig": map[string]any{"dockerImage": ref, "cpuCount": 1, "memoryMiB": 128}}
+}
+
+func getText(t *testing.T, url string) (string, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func TestEnclaveLifecycle(t *testing.T) {
+	ref := env.PushEnclaveApp(t, "lifecycle/echo", "v1")
+	_, key := env.NewAccount(t)
+	_, other := env.NewAccount(t)
+
+	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
+	id := created["id"].(string)
+	if created["status"] != "PENDING_DEPLOY" || created["providerId"] != "local" || created["sourceType"] != "registry" {
+		t.Fatalf("created: %v", created)
+	}
+	e := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	if e["walletAddress"] == nil || len(e["pcrs"].(map[string]any)) < 3 || e["endpoint"] == nil {
+		t.Fatalf("deployed: %v", e)
+	}
+
+	// The application answers on its forwarded port.
+	endpoint := "http://" + e["endpoint"].(string)
+	var body string
+	var err error
+	for i := 0; i < 50; i++ {
+		if body, err = getText(t, endpoint+"/hello"); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if body != "hello from the enclave" {
+		t.Fatalf("the application answered %q, %v", body, err)
+	}
+
+	// Another account sees nothing.
+	wantStatus(t, do(t, "GET", "/api/enclaves/"+id, other, nil), http.StatusNotFound)
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/pause", other, nil), http.StatusNotFound)
+	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, other, nil), http.StatusNotFound)
+	if l := wantStatus(t, do(t, "GET", "/api/enclaves", other, nil), http.StatusOK); len(l["enclaves"].([]any)) != 0 {
+		t.Fatalf("another account lists %v", l)
+	}
+
+	// Forbidden transitions are 409s naming the state, and change nothing.
+	for _, c := range []struct{ method, path string }{{"POST", "/resume"}, {"DELETE", ""}, {"PATCH", ""}} {
+		r := do(t, c.method, "/api/enclaves/"+id+c.path, key, map[string]any{"name": "renamed"})
+		if b := wantStatus(t, r, http.StatusConflict); b["status"] != "DEPLOYED" || !strings.Contains(b["error"].(string), "DEPLOYED") {
+			t.Fatalf("%s %s: %v", c.method, c.path, b)
+		}
+	}
+	if e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK); e["status"] != "DEPLOYED" || e["name"] != "echo" {
+		t.Fatalf("after refusals: %v", e)
+	}
+
+	paused := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/pause", key, nil), http.StatusOK)
+	if paused["status"] != "PAUSED" {
+		t.Fatalf("pause: %v", paused)
+	}
+	if b := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/pause", key, nil), http.StatusConflict); b["status"] != "PAUSED" || !strings.Contains(b["error"].(string), "PAUSED") {
+		t.Fatalf("second pause: %v", b)
+	}
+	if _, err := getText(t, endpoint+"/paused"); err == nil {
+		t.Fatal("a paused enclave answered")
+	}
+	if r := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/resume", key, nil), http.StatusOK); r["status"] != "DEPLOYED" {
+		t.Fatalf("resume: %v", r)
+	}
+	if body, err := getText(t, endpoint+"/resumed"); err != nil || body != "hello from the enclave" {
+		t.Fatalf("after resume: %q %v", body, err)
+	}
+
+	// Application output reaches the log.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		logs := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=application", key, nil), http.StatusOK)
+		text := fmt.Sprint(logs["logs"])
+		if strings.Contains(text, "request /resumed") {
+			entry := logs["logs"].([]any)[0].(map[string]any)
+			if entry["type"] != "application" || entry["logGroup"] == "" || entry["timestamp"] == "" {
+				t.Fatalf("log entry: %v", entry)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("application logs: %s", text)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	steps := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=stepfunctions&limit=1000", key, nil), http.StatusOK)
+	if s := fmt.Sprint(steps["logs"]); !strings.Contains(s, "DEPLOYING → DEPLOYED") || !strings.Contains(s, "PAUSING → PAUSED") {
+		t.Fatalf("lifecycle logs: %s", s)
+	}
+	wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=nope", key, nil), http.StatusBadRequest)
+	wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?limit=1001", key, nil), http.StatusBadRequest)
+
+	if r := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK); r["status"] != "DESTROYED" || r["endpoint"] != nil {
+		t.Fatalf("terminate: %v", r)
+	}
+	if _, err := getText(t, endpoint+"/gone"); err == nil {
+		t.Fatal("a destroyed enclave answered")
+	}
+	if b := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusConflict); b["status"] != "DESTROYED" {
+		t.Fatalf("second terminate: %v", b)
+	}
+	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
+	wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusNotFound)
+}
+
+func TestEnclaveMissingImageFails(t *testing.T) {
+	if env.Registry == "" {
+		t.Skip("enclaves are off in this harness")
+	}
+	_, key := env.NewAccount(t)
+	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(env.Registry+"/missing/app:v1")), http.StatusAccepted)
+	id := created["id"].(string)
+	e := waitEnclave(t, key, id, "FAILED", time.Minute)
+	if msg, _ := e["error_message"].(string); !strings.Contains(msg, "image") {
+		t.Fatalf("error_message: %v", e)
+	}
+	errLogs := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=errors", key, nil), http.StatusOK)
+	if len(errLogs["logs"].([]any)) == 0 {
+		t.Fatal("no error log entry")
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/pause", key, nil), http.StatusConflict)
+	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
+}
+
+func TestEnclaveBadInput(t *testing.T) {
+	if env.Registry == "" {
+		t.Skip("enclaves are off in this harness")
+	}
+	_, key := env.NewAccount(t)
+	_, reader := env.NewAccount(t, "enclaves:read")
+	for name, body := range map[string]any{
+		"no image": map[string]any{"name": "x", "providerConfig": map[string]any{}},
+		"github":   map[string]any{"name": "x", "sourceType": "github", "providerConfig": map[string]any{"dockerImage": env.Registry + "/a:1"}},
+		"not json": "{",
+	} {
+		r := do(t, "POST", "/api/enclaves", key, body)
+		if r.Status != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s", name, r.Status, r.Body)
+		}
+	}
+	if b := wantStatus(t, do(t, "POST", "/api/enclaves", key, map[string]any{"name": "x", "sourceType": "github", "providerConfig": map[string]any{"dockerImage": env.Registry + "/a:1"}}), http.StatusBadRequest); !strings.Contains(fmt.Sprint(b), "not available yet") {
+		t.Fatalf("github: %v", b)
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves", reader, enclaveBody(env.Registry+"/a:1")), http.StatusForbidden)
+	if l := wantStatus(t, do(t, "GET", "/api/enclaves", key, nil), http.StatusOK); len(l["enclaves"].([]any)) != 0 {
+		t.Fatalf("bad input wrote %v", l)
+	}
+}
+
+func TestEnclaveSurvivesWorkerRestart(t *testing.T) {
+	ref := env.PushEnclaveApp(t, "restart/echo", "v1")
+	_, key := env.NewAccount(t)
+	env.StopWorker()
+	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
+	id := created["id"].(string)
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	// Stop it again as soon as the deployment is under way.
+	deadline := time.Now().Add(time.Minute)
+	for wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)["status"] == "PENDING_DEPLOY" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	env.StopWorker()
+	time.Sleep(time.Second)
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	steps := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=stepfunctions&limit=1000", key, nil), http.StatusOK)
+	if n := strings.Count(fmt.Sprint(steps["logs"]), "DEPLOYING → DEPLOYED"); n != 1 {
+		t.Fatalf("deployed %d times: %v", n, steps["logs"])
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
+}
