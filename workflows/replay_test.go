@@ -55,6 +55,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(PipelineRun, workflow.RegisterOptions{Name: WfPipelineRun})
 			r.RegisterWorkflowWithOptions(Render, workflow.RegisterOptions{Name: WfRender})
 			r.RegisterWorkflowWithOptions(TopUp, workflow.RegisterOptions{Name: WfTopUp})
+			r.RegisterWorkflowWithOptions(Enclave, workflow.RegisterOptions{Name: WfEnclave})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatal(err)
 			}
