@@ -1,12 +1,20 @@
 package frontend_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"conduit/app/apptest"
+	"conduit/internal/enclave/local"
+	"conduit/workflows"
 )
 
 // waitEnclave polls the record until its status is want (failing on a
@@ -214,6 +222,76 @@ func TestEnclaveSurvivesWorkerRestart(t *testing.T) {
 	steps := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=stepfunctions&limit=1000", key, nil), http.StatusOK)
 	if n := strings.Count(fmt.Sprint(steps["logs"]), "DEPLOYING → DEPLOYED"); n != 1 {
 		t.Fatalf("deployed %d times: %v", n, steps["logs"])
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
+}
+
+func TestEnclavePrivateRegistry(t *testing.T) {
+	if env.Registry == "" {
+		t.Skip("enclaves are off in this harness")
+	}
+	reg, err := local.StartRegistry(local.RegistryOptions{Username: "deploy", Password: "s3cret-pass"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	ref := apptest.PushEnclaveApp(t, reg.Host, "private/echo", "v1", &authn.Basic{Username: "deploy", Password: "s3cret-pass"})
+	account, key := env.NewAccount(t)
+
+	// Without credentials the pull is refused: FAILED, not retried forever.
+	anon := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
+	if e := waitEnclave(t, key, anon["id"].(string), "FAILED", time.Minute); e["error_message"] == nil {
+		t.Fatalf("anonymous pull: %v", e)
+	}
+
+	body := enclaveBody(ref)
+	body["sourceType"], body["registryUsername"], body["registryPassword"] = "private-registry", "deploy", "s3cret-pass"
+	r := do(t, "POST", "/api/enclaves", key, body)
+	created := wantStatus(t, r, http.StatusAccepted)
+	id := created["id"].(string)
+	e := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	for _, b := range [][]byte{r.Body, do(t, "GET", "/api/enclaves/"+id, key, nil).Body, do(t, "GET", "/api/enclaves", key, nil).Body} {
+		if strings.Contains(string(b), "s3cret-pass") {
+			t.Fatalf("the password was returned: %s", b)
+		}
+	}
+	if e["registryUsername"] != "deploy" {
+		t.Fatalf("record: %v", e)
+	}
+	// At rest it is sealed.
+	sealed, err := env.Platform.Store.EnclaveSecret(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sealed) == 0 || strings.Contains(string(sealed), "s3cret-pass") {
+		t.Fatalf("registry_secret at rest: %q", sealed)
+	}
+
+	// The workflow answers its live state, and operators find it by its
+	// search attributes.
+	tc := env.Platform.Temporal
+	v, err := tc.QueryWorkflow(context.Background(), workflows.EnclaveWorkflowID(id), "", workflows.EnclaveQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st workflows.EnclaveState
+	if err := v.Get(&st); err != nil || st.Status != "DEPLOYED" || st.Endpoint != e["endpoint"] {
+		t.Fatalf("query: %+v %v", st, err)
+	}
+	q := fmt.Sprintf("WorkflowType = 'Enclave' AND EnclaveId = '%s' AND EnclaveStatus = 'DEPLOYED' AND Account = '%s'", id, account)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Executions) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s found %d executions", q, len(resp.Executions))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
 }

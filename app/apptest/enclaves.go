@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -60,6 +61,13 @@ func (e *Env) PushEnclaveApp(t testing.TB, repo, tag string) string {
 	if e.Registry == "" {
 		t.Skip("enclaves are off in this harness (bubblewrap is missing)")
 	}
+	return PushEnclaveApp(t, e.Registry, repo, tag, authn.Anonymous)
+}
+
+// PushEnclaveApp pushes the test application to the registry at host
+// (e.g. a private one a test started) with auth.
+func PushEnclaveApp(t testing.TB, host, repo, tag string, auth authn.Authenticator) string {
+	t.Helper()
 	bin, err := enclaveApp()
 	if err != nil {
 		t.Fatal(err)
@@ -103,12 +111,12 @@ func (e *Env) PushEnclaveApp(t testing.TB, repo, tag string) string {
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
-	ref := e.Registry + "/" + repo + ":" + tag
+	ref := host + "/" + repo + ":" + tag
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(r, img); err != nil {
+	if err := remote.Write(r, img, remote.WithAuth(auth)); err != nil {
 		t.Fatal(err)
 	}
 	return ref
