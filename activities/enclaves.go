@@ -3,6 +3,10 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
 
 	"conduit/internal/codec"
 	"conduit/internal/enclave"
@@ -20,6 +24,11 @@ type Enclaves struct {
 	Provider enclave.Provider
 	// Secrets opens sealed registry credentials (nil: none are kept).
 	Secrets *codec.Codec
+	// Retention is how long log entries are kept (0: forever); CopyLogs
+	// prunes older ones at most once an hour per worker process.
+	Retention time.Duration
+
+	pruned atomic.Int64
 }
 
 // EnclaveStep is one projection write with the log entries that go with it.
@@ -123,10 +132,25 @@ func (e *Enclaves) CopyLogs(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	e.prune(ctx)
 	out := make([]store.EnclaveLog, 0, len(lines))
 	for _, l := range lines {
 		seq := l.Seq
 		out = append(out, store.EnclaveLog{Type: "application", Source: "enclave/" + id, Stream: string(l.Stream), Message: l.Text, At: l.Time, AppSeq: &seq})
 	}
 	return len(lines), e.Store.AppendEnclaveLogs(ctx, id, out)
+}
+
+// prune drops log entries older than Retention, at most once an hour.
+func (e *Enclaves) prune(ctx context.Context) {
+	now := time.Now()
+	last := e.pruned.Load()
+	if e.Retention <= 0 || now.Unix()-last < 3600 || !e.pruned.CompareAndSwap(last, now.Unix()) {
+		return
+	}
+	if n, err := e.Store.PruneEnclaveLogs(ctx, now.Add(-e.Retention)); err != nil {
+		activity.GetLogger(ctx).Warn("pruning enclave logs failed", "err", err)
+	} else if n > 0 {
+		activity.GetLogger(ctx).Info("pruned enclave logs", "entries", n, "retention", e.Retention)
+	}
 }

@@ -52,7 +52,8 @@ func (p *Platform) enclaveActivities() *activities.Enclaves {
 	if p.Enclaves == nil {
 		return nil
 	}
-	return &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Secrets: p.Enclaves.Secrets}
+	return &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Secrets: p.Enclaves.Secrets,
+		Retention: p.Config.Enclaves.LogRetention}
 }
 
 func (p *Platform) enclaveFrontend() frontend.Enclaves {
