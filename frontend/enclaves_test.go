@@ -2,9 +2,12 @@ package frontend_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -294,4 +297,55 @@ func TestEnclavePrivateRegistry(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
+}
+
+func TestEnclaveTerminateWhileDeploying(t *testing.T) {
+	ref := env.PushEnclaveApp(t, "early/echo", "v1")
+	_, key := env.NewAccount(t)
+	env.StopWorker()
+	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
+	id := created["id"].(string)
+	// The terminate waits for the lifecycle, which waits for a worker.
+	answer := make(chan map[string]any, 1)
+	go func() {
+		r := env.Do(t, "POST", "/api/enclaves/"+id+"/terminate", nil, apptest.Bearer(key)...)
+		var m map[string]any
+		_ = json.Unmarshal(r.Body, &m)
+		m["httpStatus"] = r.Status
+		answer <- m
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	select {
+	case got = <-answer:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the terminate did not answer")
+	}
+	if got["httpStatus"] != http.StatusOK || got["status"] != "DESTROYED" {
+		t.Fatalf("terminate while deploying: %v\n%s", got, lastLines(env.Logs(), "enclave"))
+	}
+	e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
+	if e["status"] != "DESTROYED" || e["endpoint"] != nil {
+		t.Fatalf("record: %v", e)
+	}
+	if _, err := os.Stat(filepath.Join(env.Config.Enclaves.DataDir, id)); !os.IsNotExist(err) {
+		t.Fatalf("the provider kept files for %s: %v", id, err)
+	}
+	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
+}
+
+func lastLines(logs, word string) string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	if len(out) > 10 {
+		out = out[len(out)-10:]
+	}
+	return strings.Join(out, "\n")
 }

@@ -67,7 +67,10 @@ type EnclaveState struct {
 // and terminate as updates, until DESTROYED. The PostgreSQL record is
 // written through activities at every step.
 func Enclave(ctx workflow.Context, in EnclaveInput) error {
-	lc := &lifecycle{in: in}
+	// deploying is set before the update handlers exist: an update that
+	// arrived with the start runs as soon as its handler is registered,
+	// and a terminate must wait for the deployment step.
+	lc := &lifecycle{in: in, deploying: in.Carried == nil}
 	if in.Carried != nil {
 		lc.st = *in.Carried
 	}
@@ -140,7 +143,7 @@ type lifecycle struct {
 // with a log entry of typ.
 func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg string) error {
 	from := lc.st.Status
-	if from != "" && !enclaves.CanMove(from, to) {
+	if from == "" && to != enclaves.PendingDeploy || from != "" && !enclaves.CanMove(from, to) {
 		return fmt.Errorf("enclave %s: %s → %s is not in the state table", lc.in.ID, from, to)
 	}
 	lc.st.Status = to
@@ -186,9 +189,17 @@ func (lc *lifecycle) deploy(ctx workflow.Context) {
 		lc.fail(ctx, "the enclave's record could not be written: "+err.Error())
 		return
 	}
+	// A terminate that arrived meanwhile stops the deployment between
+	// steps; its handler removes what was prepared.
+	if lc.terminating {
+		return
+	}
 	var prep activities.Prepared
 	if err := workflow.ExecuteActivity(lc.long, ActEnclavePrepare, lc.in.ID).Get(ctx, &prep); err != nil {
 		lc.fail(ctx, "the image could not be prepared: "+cause(err))
+		return
+	}
+	if lc.terminating {
 		return
 	}
 	var inst enclave.Instance
@@ -237,7 +248,11 @@ func (lc *lifecycle) handlers(ctx workflow.Context) error {
 			if lc.terminating {
 				return conflict(enclaves.Allowed(a, enclaves.PendingDestroy), enclaves.PendingDestroy)
 			}
-			return conflict(enclaves.Allowed(a, lc.st.Status), lc.st.Status)
+			cur := lc.st.Status
+			if cur == "" {
+				cur = enclaves.PendingDeploy // the record's state before the first step
+			}
+			return conflict(enclaves.Allowed(a, cur), cur)
 		}
 	}
 	step := func(ctx workflow.Context, via, to enclaves.Status, act, what string) (EnclaveState, error) {
