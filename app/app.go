@@ -161,8 +161,12 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 		return nil, err
 	}
 	t := p.Config.Temporal
+	encl, err := p.enclaveActivities()
+	if err != nil {
+		return nil, err
+	}
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: p.Media.activities(p), Enclaves: p.enclaveActivities(), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
+		Renders: p.Media.activities(p), Enclaves: encl, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 
