@@ -325,6 +325,9 @@ type Dev struct {
 	PostgresPort   int    `mapstructure:"postgres_port"`
 	TemporalPort   int    `mapstructure:"temporal_port"`
 	TemporalUIPort int    `mapstructure:"temporal_ui_port"`
+	// RegistryPort is the embedded OCI registry's loopback port, served
+	// when enclaves.enabled (docs/enclaves.md).
+	RegistryPort int `mapstructure:"registry_port"`
 	// InstallPostgres lets the dev command apt-get install PostgreSQL (and
 	// the renderers' ffmpeg, espeak-ng and fonts) when missing and it runs
 	// as root on Debian/Ubuntu.
@@ -365,6 +368,7 @@ var defaults = map[string]any{
 	"dev.postgres_port":           54329,
 	"dev.temporal_port":           7233,
 	"dev.temporal_ui_port":        8233,
+	"dev.registry_port":           5050,
 	"dev.install_postgres":        true,
 	"dev.temporal_log":            "off",
 	"log.level":                   "info",
