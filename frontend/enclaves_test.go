@@ -349,3 +349,25 @@ func lastLines(logs, word string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+func TestEnclavePatchBeforeDeployment(t *testing.T) {
+	ref := env.PushEnclaveApp(t, "patched/echo", "v1")
+	_, key := env.NewAccount(t)
+	env.StopWorker()
+	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(env.Registry+"/patched/echo:not-pushed")), http.StatusAccepted)
+	id := created["id"].(string)
+	wantStatus(t, do(t, "PATCH", "/api/enclaves/"+id, key, map[string]any{"providerConfig": map[string]any{"dockerImage": "not a ref"}}), http.StatusBadRequest)
+	p := wantStatus(t, do(t, "PATCH", "/api/enclaves/"+id, key, map[string]any{"name": "patched", "providerConfig": map[string]any{"dockerImage": ref, "memoryMiB": 64}}), http.StatusOK)
+	if p["name"] != "patched" || p["status"] != "PENDING_DEPLOY" {
+		t.Fatalf("patch: %v", p)
+	}
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	// The image deployed is the patched one.
+	e := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	if cfg := e["providerConfig"].(map[string]any); cfg["dockerImage"] != ref || cfg["memoryMiB"] != float64(64) {
+		t.Fatalf("deployed: %v", e)
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
+}
