@@ -60,26 +60,25 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	in := struct{ ID string }{id}
 	src := enclave.Source{Ref: rec.ProviderConfig.DockerImage}
 	cfg := enclave.Config{CPUCount: rec.ProviderConfig.CPUCount, MemoryMiB: rec.ProviderConfig.MemoryMiB}
 	if rec.SourceType == enclaves.SourcePrivateRegistry {
-		sealed, err := e.Store.EnclaveSecret(ctx, in.ID)
+		sealed, err := e.Store.EnclaveSecret(ctx, id)
 		if err != nil {
 			return Prepared{}, err
 		}
 		if e.Secrets == nil || len(sealed) == 0 {
-			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", in.ID, "the registry credentials cannot be opened: no secret key is configured")
+			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", id, "the registry credentials cannot be opened: no secret key is configured")
 		}
-		pw, err := e.Secrets.Open(sealed, enclaves.SecretPurpose(in.ID))
+		pw, err := e.Secrets.Open(sealed, enclaves.SecretPurpose(id))
 		if err != nil {
-			return Prepared{}, enclave.Wrap(enclave.Permanent, "prepare", in.ID, err)
+			return Prepared{}, enclave.Wrap(enclave.Permanent, "prepare", id, err)
 		}
 		src.Username, src.Password = rec.RegistryUsername, string(pw)
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	img, err := e.Provider.Prepare(ctx, in.ID, src)
+	img, err := e.Provider.Prepare(ctx, id, src)
 	return Prepared{Image: img, Config: cfg}, interrupted(ctx, err)
 }
 

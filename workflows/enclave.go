@@ -226,7 +226,7 @@ func (lc *lifecycle) deploy(ctx workflow.Context) {
 func cause(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return app.Error()
+		return app.Message()
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) {
