@@ -51,6 +51,8 @@ type Platform struct {
 	// OAuth is the tool server's authorization server, nil while
 	// oauth.secret is not set.
 	OAuth *oauth.Provider
+	// Enclaves is nil while enclaves.enabled is off.
+	Enclaves *Enclaves
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -89,6 +91,12 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	}
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
 	p.Library = med.library(p, tc)
+	if p.Enclaves, err = openEnclaves(cfg); err != nil {
+		tc.Close()
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
 	if err := cfg.OAuth.Ready(); err != nil {
 		log.Info("OAuth is off: assistants connect with API keys only", "reason", err)
 	} else if p.OAuth, err = NewOAuth(cfg, st); err != nil {
@@ -157,16 +165,21 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 		return nil, err
 	}
 	t := p.Config.Temporal
+	encl, err := p.enclaveActivities()
+	if err != nil {
+		return nil, err
+	}
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: renders, Library: p.Media.libraryActivities(p, renders), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
+		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
-		Media: p.Media.frontend(p.Config), Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log}
+		Media: p.Media.frontend(p.Config), Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
+		Enclaves: p.enclaveFrontend()}
 }
 
 // Accounts is the account and key service on this platform's store; it

@@ -46,6 +46,8 @@ type Deps struct {
 	// Humans signs people in (the consent page, the dashboard).
 	Humans *humans.Service
 	Log    *slog.Logger
+	// Enclaves configures the enclave routes (off: they answer 503).
+	Enclaves Enclaves
 	// DevTools mounts the dev-only routes (POST /dev/x402/mint). Only the
 	// dev command and the test harness set it; the production binary never
 	// does.
@@ -177,6 +179,7 @@ func New(d Deps) *Server {
 	lib.POST("/import", requireScope(apikey.MediaWrite), s.importMedia)
 	lib.POST("/assemble", requireScope(apikey.MediaWrite), s.assembleMedia)
 	lib.POST("/edit", requireScope(apikey.MediaWrite), s.editMedia)
+	s.mountEnclaves(api, requireScope(apikey.EnclavesRead), requireScope(apikey.EnclavesWrite), requireScope(apikey.LogsRead))
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

@@ -32,7 +32,9 @@ type Deps struct {
 	// Library renders generation nodes' files and runs the media
 	// library's jobs (nil when media is off).
 	Library *activities.Library
-	Log     *slog.Logger
+	// Enclaves runs the enclave lifecycle (nil when enclaves are off).
+	Enclaves *activities.Enclaves
+	Log      *slog.Logger
 	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
 	Pollers           int
 	RenderConcurrency int
@@ -93,6 +95,15 @@ func Registry(d Deps) []Queue {
 			Queue{Queue: workflows.RenderQueue, Workflows: wfs, Activities: short},
 			Queue{Queue: workflows.RenderWorkQueue, Activities: work, MaxActivities: max(1, d.RenderConcurrency)},
 		)
+	}
+	if e := d.Enclaves; e != nil {
+		queues = append(queues, Queue{Queue: workflows.EnclaveQueue,
+			Workflows: map[string]any{workflows.WfEnclave: workflows.Enclave},
+			Activities: map[string]any{
+				workflows.ActEnclaveProject: e.Project, workflows.ActEnclavePrepare: e.Prepare, workflows.ActEnclaveDeploy: e.Deploy,
+				workflows.ActEnclavePause: e.Pause, workflows.ActEnclaveResume: e.Resume, workflows.ActEnclaveTerminate: e.Terminate,
+				workflows.ActEnclaveCopyLogs: e.CopyLogs,
+			}})
 	}
 	return queues
 }

@@ -18,11 +18,12 @@ var pinned = map[string]string{
 	"payments":     "workflows TopUp; activities Grant, Settle",
 	"renders":      "workflows MediaEdit, Render; activities CreditPayment, FinishMediaJob, FinishRender, Grant, MarkLate, OpenMediaJob, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities GenerateMedia, Render, RunMediaJob",
+	"enclaves":     "workflows Enclave; activities EnclaveCopyLogs, EnclaveDeploy, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveTerminate",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {
 	got := map[string]string{}
-	for _, q := range Registry(Deps{Renders: &activities.Renders{}, Library: &activities.Library{}}) {
+	for _, q := range Registry(Deps{Renders: &activities.Renders{}, Library: &activities.Library{}, Enclaves: &activities.Enclaves{}}) {
 		got[q.Queue] = "workflows " + strings.Join(slices.Sorted(maps.Keys(q.Workflows)), ", ") +
 			"; activities " + strings.Join(slices.Sorted(maps.Keys(q.Activities)), ", ")
 	}

@@ -13,6 +13,7 @@ const (
 	WfTopUp       = "TopUp"
 	WfRender      = "Render"
 	WfMediaEdit   = "MediaEdit"
+	WfEnclave     = "Enclave"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -30,8 +31,15 @@ const (
 
 	// The media library: generation nodes' renders (on the render work
 	// queue, beside pay-per-call renders), and the steps of media-edit jobs.
-	ActGenerateMedia  = "GenerateMedia"
-	ActOpenMediaJob   = "OpenMediaJob"
-	ActRunMediaJob    = "RunMediaJob"
-	ActFinishMediaJob = "FinishMediaJob"
+	ActGenerateMedia    = "GenerateMedia"
+	ActOpenMediaJob     = "OpenMediaJob"
+	ActRunMediaJob      = "RunMediaJob"
+	ActFinishMediaJob   = "FinishMediaJob"
+	ActEnclaveProject   = "EnclaveProject"
+	ActEnclavePrepare   = "EnclavePrepare"
+	ActEnclaveDeploy    = "EnclaveDeploy"
+	ActEnclavePause     = "EnclavePause"
+	ActEnclaveResume    = "EnclaveResume"
+	ActEnclaveTerminate = "EnclaveTerminate"
+	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
 )

@@ -87,6 +87,9 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		AttrModel.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		AttrPayer.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		AttrNetwork.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrEnclaveID.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrEnclaveStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrAccount.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 

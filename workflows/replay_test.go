@@ -57,6 +57,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(Render, workflow.RegisterOptions{Name: WfRender})
 			r.RegisterWorkflowWithOptions(TopUp, workflow.RegisterOptions{Name: WfTopUp})
 			r.RegisterWorkflowWithOptions(MediaEdit, workflow.RegisterOptions{Name: WfMediaEdit})
+			r.RegisterWorkflowWithOptions(Enclave, workflow.RegisterOptions{Name: WfEnclave})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatal(err)
 			}

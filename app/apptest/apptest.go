@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/pg"
+	"conduit/internal/enclave/local"
 	"conduit/internal/logging"
 	"conduit/worker"
 )
@@ -48,6 +50,9 @@ type Env struct {
 	Studio *Studio
 	// Faults sits between the worker and the local facilitator.
 	Faults *Faults
+	// Registry is the loopback OCI registry enclaves pull from
+	// ("127.0.0.1:port"); empty when enclaves are off (no bubblewrap).
+	Registry string
 
 	mu     sync.Mutex
 	worker *worker.Worker
@@ -257,6 +262,20 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 			return nil, cleanup, err
 		}
 	}
+	// Enclaves on the real local provider, pulling from a loopback
+	// registry, when bubblewrap is here; fast log copies and heartbeats.
+	var reg *local.Registry
+	if _, err := exec.LookPath("bwrap"); err == nil {
+		if reg, err = local.StartRegistry(local.RegistryOptions{}); err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, func() { _ = reg.Close() })
+		cfg.Enclaves.Enabled = true
+		cfg.Enclaves.DataDir = filepath.Join(dir, "enclaves")
+		cfg.Enclaves.AttestationDir = filepath.Join(dir, "attestation")
+		cfg.Enclaves.LogEvery = 300 * time.Millisecond
+		cfg.Enclaves.HeartbeatTimeout = 5 * time.Second
+	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {
@@ -277,6 +296,9 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	faults := &Faults{inner: p.Payments.Facilitator}
 	p.Payments.Facilitator = faults
 	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio, Faults: faults, db: db}
+	if reg != nil {
+		env.Registry = reg.Host
+	}
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -51,13 +52,13 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp', 'MediaEdit')", PageSize: 500, NextPageToken: token,
+			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp', 'MediaEdit', 'Enclave')", PageSize: 500, NextPageToken: token,
 		})
 		if err != nil {
 			return err
 		}
 		for _, e := range resp.Executions {
-			if err := captureOne(ctx, c, dir, e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), status(e.GetSearchAttributes().GetIndexedFields()["RunStatus"].GetData())); err != nil {
+			if err := captureOne(ctx, c, dir, e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), runStatus(e.GetSearchAttributes().GetIndexedFields())); err != nil {
 				return err
 			}
 		}
@@ -65,6 +66,14 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 			return nil
 		}
 	}
+}
+
+// runStatus is a run's RunStatus, or an enclave's EnclaveStatus.
+func runStatus(f map[string]*commonpb.Payload) string {
+	if p, ok := f["EnclaveStatus"]; ok {
+		return strings.ToLower(status(p.GetData()))
+	}
+	return status(f["RunStatus"].GetData())
 }
 
 func status(raw []byte) string {

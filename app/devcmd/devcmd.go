@@ -26,6 +26,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/apt"
+	"conduit/internal/enclave/local"
 	"conduit/internal/payments"
 )
 
@@ -87,6 +88,13 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	renderTools(cfg, env.Log)
+	registry, err := localEnclaves(cfg, dataDir)
+	if err != nil {
+		return err
+	}
+	if registry != nil {
+		defer registry.Close()
+	}
 
 	p, err := app.Open(ctx, cfg, env.Log)
 	if err != nil {
@@ -103,6 +111,10 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	banner(env, p, dataDir, stack, key, password, time.Since(started))
+	if registry != nil {
+		fmt.Fprintf(env.Stdout, "  enclaves      %s/api/enclaves (registry for your images: %s, push with e.g. crane push app.tar %s/app:1)\n",
+			env.Config.BaseURL(), registry.Host, registry.Host)
+	}
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
 }
 
@@ -275,4 +287,23 @@ func localMedia(cfg *config.Config, dataDir string) error {
 	}
 	cfg.Media.Secret = b
 	return nil
+}
+
+// localEnclaves, when enclaves.enabled, keeps the enclaves' files in the
+// data folder and serves an embedded OCI registry on loopback
+// (dev.registry_port; blobs in the data folder) to push images to.
+func localEnclaves(cfg *config.Config, dataDir string) (*local.Registry, error) {
+	if !cfg.Enclaves.Enabled {
+		return nil, nil
+	}
+	if !filepath.IsAbs(cfg.Enclaves.DataDir) {
+		cfg.Enclaves.DataDir = filepath.Join(dataDir, "enclaves")
+	}
+	if !filepath.IsAbs(cfg.Enclaves.AttestationDir) {
+		cfg.Enclaves.AttestationDir = filepath.Join(dataDir, "attestation")
+	}
+	return local.StartRegistry(local.RegistryOptions{
+		Addr:    fmt.Sprintf("127.0.0.1:%d", cfg.Dev.RegistryPort),
+		BlobDir: filepath.Join(dataDir, "registry"),
+	})
 }

@@ -80,13 +80,18 @@ const (
 	// imports, assembles, edits and deletes its items.
 	MediaRead  = "media:read"
 	MediaWrite = "media:write"
+	// Enclaves (docs/enclaves.md): read records, create and change them
+	// (pause, resume, terminate, delete), read their logs.
+	EnclavesRead  = "enclaves:read"
+	EnclavesWrite = "enclaves:write"
+	LogsRead      = "logs:read"
 )
 
 var allScopes = []string{
 	PipelinesRead, PipelinesRun, PipelinesWrite, KeysManage, MediaRead, MediaWrite,
 	"redact:proxy", "redact:run", "redact:log",
 	"pii:ingest", "pii:read", "pii:write", "pii:delete", "pii:consent", "pii:audit",
-	"enclaves:read", "enclaves:write", "tasks:read", "tasks:write", "logs:read",
+	EnclavesRead, EnclavesWrite, "tasks:read", "tasks:write", LogsRead,
 }
 
 // AllScopes lists every scope, sorted.

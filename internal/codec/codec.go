@@ -126,3 +126,41 @@ func (c *Codec) Decode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
 func (c *Codec) DataConverter() converter.DataConverter {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
 }
+
+// Seal encrypts a secret kept outside Temporal (a registry password, a
+// repository token) with the active key, binding the key id and purpose
+// (e.g. "enclave/enc_…/registry") as additional data: the result is
+// "key id", a zero byte, the nonce and the ciphertext.
+func (c *Codec) Seal(plain []byte, purpose string) ([]byte, error) {
+	aead := c.aeads[c.active]
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	out := append([]byte(c.active), 0)
+	out = append(out, nonce...)
+	return aead.Seal(out, nonce, plain, []byte(c.active+"\x00"+purpose)), nil
+}
+
+// Open reverses Seal for the same purpose.
+func (c *Codec) Open(sealed []byte, purpose string) ([]byte, error) {
+	i := strings.IndexByte(string(sealed), 0)
+	if i <= 0 {
+		return nil, errors.New("a sealed secret is malformed")
+	}
+	id := string(sealed[:i])
+	aead, ok := c.aeads[id]
+	if !ok {
+		return nil, fmt.Errorf("a secret is sealed with key %q, which is not configured", id)
+	}
+	rest := sealed[i+1:]
+	n := aead.NonceSize()
+	if len(rest) < n {
+		return nil, errors.New("a sealed secret is truncated")
+	}
+	plain, err := aead.Open(nil, rest[:n], rest[n:], []byte(id+"\x00"+purpose))
+	if err != nil {
+		return nil, fmt.Errorf("a secret sealed with key %q does not open: %w", id, err)
+	}
+	return plain, nil
+}

@@ -65,3 +65,28 @@ func TestParseRefusesBadKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestSealOpenSecret(t *testing.T) {
+	c, err := Parse(NewKey("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Seal([]byte("hunter2"), "enclave/x/registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(s), "hunter2") {
+		t.Fatal("the secret is in the clear")
+	}
+	got, err := c.Open(s, "enclave/x/registry")
+	if err != nil || string(got) != "hunter2" {
+		t.Fatalf("open = %q, %v", got, err)
+	}
+	if _, err := c.Open(s, "enclave/y/registry"); err == nil {
+		t.Fatal("a secret opened for another purpose")
+	}
+	s[len(s)-1] ^= 1
+	if _, err := c.Open(s, "enclave/x/registry"); err == nil {
+		t.Fatal("a tampered secret opened")
+	}
+}

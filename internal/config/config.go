@@ -37,6 +37,28 @@ type Config struct {
 	Media    Media    `mapstructure:"media"`
 	OAuth    OAuth    `mapstructure:"oauth"`
 	SignIn   SignIn   `mapstructure:"signin"`
+	Enclaves Enclaves `mapstructure:"enclaves"`
+}
+
+// Enclaves configures the enclave lifecycle (docs/enclaves.md). Off by
+// default: the local provider needs bubblewrap on the worker's host.
+type Enclaves struct {
+	Enabled bool `mapstructure:"enabled"`
+	// DataDir keeps every enclave's files (the local provider's Dir).
+	DataDir string `mapstructure:"data_dir"`
+	// AttestationDir keeps the local attestation root CA the platform
+	// generates on first use.
+	AttestationDir string `mapstructure:"attestation_dir"`
+	// SecretKeys seal registry credentials at rest, written like
+	// temporal.codec_keys ("id:base64(32 bytes)", the first sealing); empty
+	// means temporal.codec_keys. With neither, private registries are refused.
+	SecretKeys string `mapstructure:"secret_keys"`
+	// LogEvery is how often application output is copied into the
+	// enclave's log; LogRetention how long log entries are kept.
+	LogEvery     time.Duration `mapstructure:"log_every"`
+	LogRetention time.Duration `mapstructure:"log_retention"`
+	// HeartbeatTimeout bounds the provider's long steps between heartbeats.
+	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -303,6 +325,9 @@ type Dev struct {
 	PostgresPort   int    `mapstructure:"postgres_port"`
 	TemporalPort   int    `mapstructure:"temporal_port"`
 	TemporalUIPort int    `mapstructure:"temporal_ui_port"`
+	// RegistryPort is the embedded OCI registry's loopback port, served
+	// when enclaves.enabled (docs/enclaves.md).
+	RegistryPort int `mapstructure:"registry_port"`
 	// InstallPostgres lets the dev command apt-get install PostgreSQL (and
 	// the renderers' ffmpeg, espeak-ng and fonts) when missing and it runs
 	// as root on Debian/Ubuntu.
@@ -332,10 +357,18 @@ var defaults = map[string]any{
 	"temporal.render_concurrency": 2,
 	"temporal.stop_timeout":       "10m",
 	"temporal.codec_keys":         "",
+	"enclaves.enabled":            false,
+	"enclaves.data_dir":           ".data/enclaves",
+	"enclaves.attestation_dir":    ".data/attestation",
+	"enclaves.secret_keys":        "",
+	"enclaves.log_every":          "5s",
+	"enclaves.log_retention":      "720h",
+	"enclaves.heartbeat_timeout":  "1m",
 	"dev.data_dir":                ".data",
 	"dev.postgres_port":           54329,
 	"dev.temporal_port":           7233,
 	"dev.temporal_ui_port":        8233,
+	"dev.registry_port":           5050,
 	"dev.install_postgres":        true,
 	"dev.temporal_log":            "off",
 	"log.level":                   "info",
@@ -452,6 +485,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Temporal.RenderConcurrency < 1 || c.Temporal.RenderConcurrency > 256 {
 		errs = append(errs, fmt.Errorf("temporal.render_concurrency (%s_TEMPORAL_RENDER_CONCURRENCY) must be 1 to 256", EnvPrefix))
+	}
+	if c.Enclaves.SecretKeys != "" {
+		if _, err := codec.Parse(c.Enclaves.SecretKeys); err != nil {
+			errs = append(errs, fmt.Errorf("enclaves.secret_keys (%s_ENCLAVES_SECRET_KEYS): %v", EnvPrefix, err))
+		}
 	}
 	if c.Temporal.CodecKeys != "" {
 		if _, err := codec.Parse(c.Temporal.CodecKeys); err != nil {

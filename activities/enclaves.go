@@ -1,0 +1,155 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"conduit/internal/codec"
+	"conduit/internal/enclave"
+	"conduit/internal/enclaves"
+	"conduit/internal/store"
+)
+
+// Enclaves are the side effects of the enclave lifecycle: the provider's
+// work (prepare, deploy, pause, resume, terminate, logs) and the record's
+// projection in PostgreSQL. Every one is idempotent: the provider's calls
+// are keyed by the enclave id, the projection overwrites, log lines carry
+// the provider's sequence numbers.
+type Enclaves struct {
+	Store    *store.Store
+	Provider enclave.Provider
+	// Secrets opens sealed registry credentials (nil: none are kept).
+	Secrets *codec.Codec
+	// Retention is how long log entries are kept (0: forever); CopyLogs
+	// prunes older ones at most once an hour per worker process.
+	Retention time.Duration
+
+	pruned atomic.Int64
+}
+
+// EnclaveStep is one projection write with the log entries that go with it.
+type EnclaveStep struct {
+	Projection store.EnclaveProjection
+	Logs       []store.EnclaveLog
+}
+
+// Project writes the workflow's view of the enclave and its lifecycle log
+// entries.
+func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
+	if err := e.Store.ProjectEnclave(ctx, s.Projection); err != nil {
+		return err
+	}
+	return e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs)
+}
+
+// Prepared is a measured image and how the record says to run it.
+type Prepared struct {
+	Image  enclave.Image
+	Config enclave.Config
+}
+
+// Prepare pulls and measures the image the record names now (a PATCH
+// before deployment is honoured); registry credentials, when private, are
+// opened from the record here: they never travel through workflow history.
+func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
+	rec, err := e.Store.Enclave(ctx, id)
+	if err != nil {
+		return Prepared{}, err
+	}
+	src := enclave.Source{Ref: rec.ProviderConfig.DockerImage}
+	cfg := enclave.Config{CPUCount: rec.ProviderConfig.CPUCount, MemoryMiB: rec.ProviderConfig.MemoryMiB}
+	if rec.SourceType == enclaves.SourcePrivateRegistry {
+		sealed, err := e.Store.EnclaveSecret(ctx, id)
+		if err != nil {
+			return Prepared{}, err
+		}
+		if e.Secrets == nil || len(sealed) == 0 {
+			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", id, "the registry credentials cannot be opened: no secret key is configured")
+		}
+		pw, err := e.Secrets.Open(sealed, enclaves.SecretPurpose(id))
+		if err != nil {
+			return Prepared{}, enclave.Wrap(enclave.Permanent, "prepare", id, err)
+		}
+		src.Username, src.Password = rec.RegistryUsername, string(pw)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	img, err := e.Provider.Prepare(ctx, id, src)
+	return Prepared{Image: img, Config: cfg}, interrupted(ctx, err)
+}
+
+// interrupted keeps a step the worker abandoned (stopped, timed out)
+// retryable: the provider may have called the cut-short work permanent.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("the step was interrupted (%v); it is retried: %s", ctx.Err(), err.Error())
+	}
+	return err
+}
+
+// DeployInput is a prepared image and how to run it.
+type DeployInput struct {
+	ID     string
+	Image  enclave.Image
+	Config enclave.Config
+}
+
+// Deploy starts the instance (or answers the running one).
+func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance, error) {
+	stop := heartbeat(ctx)
+	defer stop()
+	inst, err := e.Provider.Deploy(ctx, in.ID, in.Image, in.Config)
+	return inst, interrupted(ctx, err)
+}
+
+// Pause freezes the instance.
+func (e *Enclaves) Pause(ctx context.Context, id string) error { return e.Provider.Pause(ctx, id) }
+
+// Resume thaws the instance.
+func (e *Enclaves) Resume(ctx context.Context, id string) error { return e.Provider.Resume(ctx, id) }
+
+// Terminate stops the instance and removes its files.
+func (e *Enclaves) Terminate(ctx context.Context, id string) error {
+	stop := heartbeat(ctx)
+	defer stop()
+	return interrupted(ctx, e.Provider.Terminate(ctx, id))
+}
+
+// CopyLogs copies the application's new output lines into the enclave's
+// log (type application; stderr lines also as errors) and answers how
+// many were copied.
+func (e *Enclaves) CopyLogs(ctx context.Context, id string) (int, error) {
+	after, err := e.Store.LastAppSeq(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	lines, err := e.Provider.Logs(ctx, id, after, 1000)
+	if err != nil {
+		return 0, err
+	}
+	e.prune(ctx)
+	out := make([]store.EnclaveLog, 0, len(lines))
+	for _, l := range lines {
+		seq := l.Seq
+		out = append(out, store.EnclaveLog{Type: "application", Source: "enclave/" + id, Stream: string(l.Stream), Message: l.Text, At: l.Time, AppSeq: &seq})
+	}
+	return len(lines), e.Store.AppendEnclaveLogs(ctx, id, out)
+}
+
+// prune drops log entries older than Retention, at most once an hour.
+func (e *Enclaves) prune(ctx context.Context) {
+	now := time.Now()
+	last := e.pruned.Load()
+	if e.Retention <= 0 || now.Unix()-last < 3600 || !e.pruned.CompareAndSwap(last, now.Unix()) {
+		return
+	}
+	if n, err := e.Store.PruneEnclaveLogs(ctx, now.Add(-e.Retention)); err != nil {
+		activity.GetLogger(ctx).Warn("pruning enclave logs failed", "err", err)
+	} else if n > 0 {
+		activity.GetLogger(ctx).Info("pruned enclave logs", "entries", n, "retention", e.Retention)
+	}
+}

@@ -1,0 +1,377 @@
+// Package enclaves is the enclave domain: the record a caller sees, the
+// lifecycle state table of spec §3.3 as data, and validation of what a
+// caller may create or change. The lifecycle itself runs as one durable
+// workflow per enclave (workflows.Enclave); the PostgreSQL record is its
+// projection.
+package enclaves
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"conduit/internal/errs"
+)
+
+// Status is a lifecycle state (spec §3.3).
+type Status string
+
+const (
+	PendingBuild   Status = "PENDING_BUILD"
+	Building       Status = "BUILDING"
+	BuildFailed    Status = "BUILD_FAILED"
+	PendingDeploy  Status = "PENDING_DEPLOY"
+	Deploying      Status = "DEPLOYING"
+	Deployed       Status = "DEPLOYED"
+	Pausing        Status = "PAUSING"
+	Paused         Status = "PAUSED"
+	Resuming       Status = "RESUMING"
+	PendingDestroy Status = "PENDING_DESTROY"
+	Destroying     Status = "DESTROYING"
+	Destroyed      Status = "DESTROYED"
+	Failed         Status = "FAILED"
+)
+
+// Action is what a caller asks of a live enclave.
+type Action string
+
+const (
+	Pause     Action = "pause"
+	Resume    Action = "resume"
+	Terminate Action = "terminate"
+	Delete    Action = "delete"
+	Update    Action = "update"
+)
+
+// Transitions is the §3.3 table: the states each state may move to. The
+// workflow moves only along it (TestTransitionsAreTheTable checks the
+// workflow's steps against it).
+var Transitions = map[Status][]Status{
+	PendingBuild:   {Building, PendingDestroy, Failed},
+	Building:       {BuildFailed, PendingDeploy, PendingDestroy, Failed},
+	BuildFailed:    {PendingDestroy},
+	PendingDeploy:  {Deploying, PendingDestroy, Failed},
+	Deploying:      {Deployed, PendingDestroy, Failed},
+	Deployed:       {Pausing, PendingDestroy, Failed},
+	Pausing:        {Paused, Failed},
+	Paused:         {Resuming, PendingDestroy, Failed},
+	Resuming:       {Deployed, Failed},
+	PendingDestroy: {Destroying},
+	Destroying:     {Destroyed, Failed},
+	Destroyed:      nil,
+	// A failed enclave runs nothing (its provider resources are removed
+	// when it fails); it can only be deleted.
+	Failed: nil,
+}
+
+// CanMove says whether the table allows from → to.
+func CanMove(from, to Status) bool {
+	for _, s := range Transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Allowed says whether a caller's action is allowed in state s; when it
+// is not, the error is a Conflict naming the state (409).
+func Allowed(a Action, s Status) error {
+	ok := false
+	switch a {
+	case Pause:
+		ok = s == Deployed
+	case Resume:
+		ok = s == Paused
+	case Terminate:
+		ok = CanMove(s, PendingDestroy)
+	case Delete:
+		ok = s == Destroyed || s == Failed
+	case Update:
+		ok = s == PendingBuild || s == Building || s == BuildFailed || s == PendingDeploy
+	}
+	if ok {
+		return nil
+	}
+	e := errs.Conflictf("the enclave is %s; %s", s, refusal(a, s))
+	e.Extra = map[string]any{"status": string(s)}
+	return e
+}
+
+func refusal(a Action, s Status) string {
+	switch a {
+	case Pause:
+		return "only a DEPLOYED enclave can be paused"
+	case Resume:
+		return "only a PAUSED enclave can be resumed"
+	case Terminate:
+		if s == Destroyed {
+			return "it is already destroyed"
+		}
+		if s == Failed {
+			return "nothing runs in a failed enclave; delete it"
+		}
+		return "it cannot be terminated while " + strings.ToLower(string(s)) + "; try again in a moment"
+	case Delete:
+		return "only a DESTROYED or FAILED enclave can be deleted; terminate it first"
+	case Update:
+		return "name, description and providerConfig can only change before it is deployed"
+	}
+	return "that is not possible now"
+}
+
+// Final says whether s never changes again.
+func (s Status) Final() bool { return s == Destroyed }
+
+// Source types.
+const (
+	SourceRegistry        = "registry"
+	SourcePrivateRegistry = "private-registry"
+	SourceGitHub          = "github"
+)
+
+// ProviderConfig is how the enclave runs.
+type ProviderConfig struct {
+	DockerImage string `json:"dockerImage"`
+	CPUCount    int    `json:"cpuCount"`
+	MemoryMiB   int    `json:"memoryMiB"`
+}
+
+// GitHubConnection is the github source (the token is write-only).
+type GitHubConnection struct {
+	IsConnected    bool   `json:"isConnected"`
+	Username       string `json:"username"`
+	SelectedRepo   string `json:"selectedRepo"`
+	SelectedBranch string `json:"selectedBranch"`
+}
+
+// Enclave is the record (spec §2.8).
+type Enclave struct {
+	ID               string
+	AccountID        string
+	Name             string
+	Description      string
+	ProviderID       string
+	Region           string
+	ProviderConfig   ProviderConfig
+	SourceType       string
+	RegistryUsername string
+	GitHub           GitHubConnection
+	Status           Status
+	ErrorMessage     string
+	WalletAddress    string
+	PCRs             map[string]string
+	Endpoint         string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Create is what a caller asks for. Secrets are write-only.
+type Create struct {
+	Name             string          `json:"name"`
+	Description      string          `json:"description"`
+	ProviderID       string          `json:"providerId"`
+	Region           string          `json:"region"`
+	ProviderConfig   *ProviderConfig `json:"providerConfig"`
+	SourceType       string          `json:"sourceType"`
+	RegistryUsername string          `json:"registryUsername"`
+	RegistryPassword string          `json:"registryPassword"`
+	GitHub           *GitHubCreate   `json:"githubConnection"`
+}
+
+// GitHubCreate is a github connection as a caller writes it.
+type GitHubCreate struct {
+	Username       string `json:"username"`
+	SelectedRepo   string `json:"selectedRepo"`
+	SelectedBranch string `json:"selectedBranch"`
+	Token          string `json:"token"`
+}
+
+// Patch is what may change before deployment.
+type Patch struct {
+	Name           *string         `json:"name"`
+	Description    *string         `json:"description"`
+	ProviderConfig *ProviderConfig `json:"providerConfig"`
+}
+
+// Providers this platform runs, and their regions.
+const (
+	ProviderLocal = "local"
+	RegionLocal   = "local"
+)
+
+// Limits of a providerConfig.
+const (
+	MaxCPUCount  = 16
+	MinMemoryMiB = 16
+	MaxMemoryMiB = 65536
+	MaxName      = 100
+	MaxDesc      = 1000
+)
+
+// problems collects field errors into one Invalid error.
+type problems []map[string]string
+
+func (p *problems) add(field, msg string) {
+	*p = append(*p, map[string]string{"field": field, "message": msg})
+}
+
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(p))
+	for i, x := range p {
+		msgs[i] = x["field"] + ": " + x["message"]
+	}
+	e := errs.Invalidf("the enclave is not valid: %s", strings.Join(msgs, "; "))
+	e.Extra = map[string]any{"problems": []map[string]string(p)}
+	return e
+}
+
+// Validate checks a create request and fills defaults (providerId local,
+// region local, cpuCount 1, memoryMiB 256, sourceType registry).
+func (c *Create) Validate() error {
+	var p problems
+	c.Name = strings.TrimSpace(c.Name)
+	switch {
+	case c.Name == "":
+		p.add("name", "is required")
+	case len(c.Name) > MaxName:
+		p.add("name", fmt.Sprintf("is longer than %d characters", MaxName))
+	}
+	if len(c.Description) > MaxDesc {
+		p.add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
+	}
+	if c.ProviderID == "" {
+		c.ProviderID = ProviderLocal
+	}
+	if c.ProviderID != ProviderLocal {
+		p.add("providerId", fmt.Sprintf("%q is not a provider here; use %q", c.ProviderID, ProviderLocal))
+	}
+	if c.Region == "" {
+		c.Region = RegionLocal
+	}
+	if c.Region != RegionLocal {
+		p.add("region", fmt.Sprintf("%q is not a region of provider %q; use %q", c.Region, c.ProviderID, RegionLocal))
+	}
+	if c.SourceType == "" {
+		c.SourceType = SourceRegistry
+	}
+	switch c.SourceType {
+	case SourceRegistry:
+		if c.RegistryUsername != "" || c.RegistryPassword != "" {
+			p.add("registryUsername", `credentials are for sourceType "private-registry"`)
+		}
+	case SourcePrivateRegistry:
+		if c.RegistryUsername == "" || c.RegistryPassword == "" {
+			p.add("registryPassword", "registryUsername and registryPassword are required for a private registry")
+		}
+	case SourceGitHub:
+		p.add("sourceType", `"github" is not available yet: building from a repository is not implemented; push an image and use "registry" or "private-registry"`)
+	default:
+		p.add("sourceType", `must be "registry", "private-registry" or "github"`)
+	}
+	if c.GitHub != nil && c.SourceType != SourceGitHub {
+		p.add("githubConnection", `is only for sourceType "github"`)
+	}
+	if c.ProviderConfig == nil {
+		p.add("providerConfig", "is required (dockerImage, cpuCount, memoryMiB)")
+	} else {
+		c.ProviderConfig.validate(&p, "providerConfig.")
+	}
+	return p.err()
+}
+
+func (pc *ProviderConfig) validate(p *problems, prefix string) {
+	pc.DockerImage = strings.TrimSpace(pc.DockerImage)
+	if pc.DockerImage == "" {
+		p.add(prefix+"dockerImage", "is required")
+	} else if !validRef(pc.DockerImage) {
+		p.add(prefix+"dockerImage", "is not an image reference (registry/name:tag or registry/name@sha256:…)")
+	}
+	if pc.CPUCount == 0 {
+		pc.CPUCount = 1
+	}
+	if pc.CPUCount < 1 || pc.CPUCount > MaxCPUCount {
+		p.add(prefix+"cpuCount", fmt.Sprintf("must be between 1 and %d", MaxCPUCount))
+	}
+	if pc.MemoryMiB == 0 {
+		pc.MemoryMiB = 256
+	}
+	if pc.MemoryMiB < MinMemoryMiB || pc.MemoryMiB > MaxMemoryMiB {
+		p.add(prefix+"memoryMiB", fmt.Sprintf("must be between %d and %d", MinMemoryMiB, MaxMemoryMiB))
+	}
+}
+
+func validRef(s string) bool {
+	if strings.Contains(s, "://") || !strings.Contains(s, "/") {
+		return false
+	}
+	_, err := name.ParseReference(s, name.StrictValidation)
+	if err != nil {
+		_, err = name.ParseReference(s)
+	}
+	return err == nil
+}
+
+// Validate checks a patch.
+func (pt *Patch) Validate() error {
+	var p problems
+	if pt.Name == nil && pt.Description == nil && pt.ProviderConfig == nil {
+		p.add("body", "nothing to change: send name, description or providerConfig")
+	}
+	if pt.Name != nil {
+		n := strings.TrimSpace(*pt.Name)
+		pt.Name = &n
+		if n == "" || len(n) > MaxName {
+			p.add("name", fmt.Sprintf("must be 1 to %d characters", MaxName))
+		}
+	}
+	if pt.Description != nil && len(*pt.Description) > MaxDesc {
+		p.add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
+	}
+	if pt.ProviderConfig != nil {
+		pt.ProviderConfig.validate(&p, "providerConfig.")
+	}
+	return p.err()
+}
+
+// Owned returns e when account owns it, else NotFound: another account's
+// enclave does not exist for the caller.
+func Owned(e Enclave, account string) (Enclave, error) {
+	if e.AccountID != account {
+		return Enclave{}, NotFound(e.ID)
+	}
+	return e, nil
+}
+
+// NotFound is the 404 of an enclave id.
+func NotFound(id string) error { return errs.NotFoundf("enclave %q does not exist", id) }
+
+// Log types (getEnclaveLogs).
+var LogTypes = []string{"application", "ecs", "stepfunctions", "lambda", "build", "errors"}
+
+// Log limits (spec §8).
+const (
+	DefaultLogLimit = 100
+	MaxLogLimit     = 1000
+)
+
+// LogEntry is one log entry (spec §2.8).
+type LogEntry struct {
+	Timestamp time.Time `json:"timestamp"`
+	Message   string    `json:"message"`
+	Source    string    `json:"source"`
+	Stream    string    `json:"stream"`
+	LogGroup  string    `json:"logGroup"`
+	Type      string    `json:"type"`
+}
+
+// LogGroup is the group an enclave's entries of a type are in.
+func LogGroup(id, typ string) string { return "/conduit/enclaves/" + id + "/" + typ }
+
+// SecretPurpose binds a sealed registry secret to its enclave.
+func SecretPurpose(id string) string { return "enclave/" + id + "/registry" }
