@@ -3,7 +3,6 @@ package chaos_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
 
 	"conduit/frontend"
 	"conduit/internal/money"
@@ -428,9 +428,13 @@ func newWallet(t *testing.T, usd money.Micros) solana.PrivateKey {
 // solPay signs the Solana offer as a Solana client would.
 func solPay(t *testing.T, k solana.PrivateKey, offer x402.PaymentRequirements) string {
 	t.Helper()
-	var blockhash solana.Hash
-	_, _ = rand.Read(blockhash[:])
-	p, err := x402.SignSVM(offer, k, blockhash)
+	// A recent blockhash from the embedded network, as the official
+	// client gets it.
+	bh, err := rpc.New(env.Platform.Payments.SolanaRPC).GetLatestBlockhash(context.Background(), rpc.CommitmentFinalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := x402.SignSVM(offer, k, bh.Value.Blockhash)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,6 +68,11 @@ type X402 struct {
 	SolanaPayTo    string `mapstructure:"solana_pay_to"`
 	SolanaAsset    string `mapstructure:"solana_asset"`
 	SolanaFeePayer string `mapstructure:"solana_fee_payer"`
+	// SolanaRPCAddr is where the local facilitator's embedded Solana
+	// network serves the Solana JSON-RPC (host:port, loopback advised).
+	// Empty: no RPC. The dev command serves it on 127.0.0.1:8899, the
+	// port solana-test-validator uses.
+	SolanaRPCAddr string `mapstructure:"solana_rpc_addr"`
 	// RateLimit bounds paid-endpoint calls per client address, as
 	// "<count>-<S|M|H>" (60-M: sixty a minute); beyond it calls get 429.
 	RateLimit string `mapstructure:"rate_limit"`
@@ -361,6 +366,7 @@ var defaults = map[string]any{
 	"x402.solana_pay_to":         "",
 	"x402.solana_asset":          "",
 	"x402.solana_fee_payer":      "",
+	"x402.solana_rpc_addr":       "",
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/x402"
 	"conduit/internal/x402/evmchain"
+	"conduit/internal/x402/svmrpc"
 )
 
 // TopUpPath is the agent top-up endpoint.
@@ -37,6 +40,10 @@ type Service struct {
 	Facilitator x402.Facilitator
 	// Chain is the local EVM network (local facilitator only).
 	Chain *evmchain.Chain
+	// SolanaRPC is the URL of the embedded Solana network's JSON-RPC
+	// (local facilitator with x402.solana_rpc_addr set).
+	SolanaRPC string
+	rpcSrv    *http.Server
 	// SolanaNetwork and SolanaMint describe the second network offered.
 	SolanaNetwork string
 	SolanaMint    string
@@ -80,11 +87,22 @@ func New(cfg config.X402, st *store.Store) (*Service, error) {
 			// The Solana fee payer, mint and receiving wallet derive from
 			// the local key, so they stay the same across restarts.
 			fee, mint, payTo := derive(key.D.Bytes(), "fee-payer"), derive(key.D.Bytes(), "mint"), derive(key.D.Bytes(), "pay-to")
-			local.SVMNetwork, local.SVM, local.SVMFeePayer = cfg.SolanaNetwork, ledger{st}, fee
+			// Blockhashes derive from the mint's key: stable across
+			// restarts, distinct per local key.
+			clock := &x402.SVMClock{Seed: mint.PublicKey().Bytes()}
+			local.SVMNetwork, local.SVM, local.SVMFeePayer, local.SVMClock = cfg.SolanaNetwork, ledger{st}, fee, clock
 			s.SolanaNetwork, s.SolanaMint = cfg.SolanaNetwork, mint.PublicKey().String()
 			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: s.SolanaMint, PayTo: payTo.PublicKey().String(),
 				Extra: map[string]any{"feePayer": fee.PublicKey().String()}}
 			s.ledger = ledger{st}
+			if cfg.SolanaRPCAddr != "" {
+				rpcNet := &svmrpc.Network{Clock: clock, Ledger: rpcLedger{st}, Mint: mint.PublicKey(), MintAuthority: fee.PublicKey(),
+					Decimals: 6, FeePayer: fee.PublicKey(), Payees: []solana.PublicKey{payTo.PublicKey()}}
+				if err := s.serveRPC(cfg.SolanaRPCAddr, rpcNet); err != nil {
+					_ = chain.Close()
+					return nil, err
+				}
+			}
 		}
 		s.Facilitator = local
 	} else {
@@ -119,8 +137,8 @@ func (l ledger) Balance(ctx context.Context, mint, owner string) (uint64, error)
 	return l.st.SVMBalance(ctx, mint, owner)
 }
 
-func (l ledger) Transfer(ctx context.Context, sig, mint, from, to string, amount uint64) error {
-	err := l.st.SVMTransfer(ctx, sig, mint, from, to, amount)
+func (l ledger) Transfer(ctx context.Context, sig, mint, from, to string, amount uint64, tx []byte) error {
+	err := l.st.SVMTransfer(ctx, sig, mint, from, to, amount, tx)
 	switch {
 	case errors.Is(err, store.ErrSVMDuplicate):
 		return x402.ErrSVMDuplicate
@@ -134,9 +152,46 @@ func (l ledger) Settled(ctx context.Context, sig string) (bool, error) {
 	return l.st.SVMSettled(ctx, sig)
 }
 
-// Close stops the local network, if any.
+// serveRPC starts the Solana JSON-RPC on addr.
+func (s *Service) serveRPC(addr string, n *svmrpc.Network) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("the Solana RPC cannot listen on %s (set %s_X402_SOLANA_RPC_ADDR to a free address): %w", addr, config.EnvPrefix, err)
+	}
+	s.SolanaRPC = "http://" + ln.Addr().String()
+	s.rpcSrv = &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.rpcSrv.Serve(ln) }()
+	return nil
+}
+
+// rpcLedger adapts the store's Solana ledger to the RPC.
+type rpcLedger struct{ st *store.Store }
+
+func (l rpcLedger) Balance(ctx context.Context, mint, owner string) (uint64, bool, error) {
+	return l.st.SVMAccount(ctx, mint, owner)
+}
+
+func (l rpcLedger) Holders(ctx context.Context, mint string) ([]string, error) {
+	return l.st.SVMHolders(ctx, mint)
+}
+
+func (l rpcLedger) Supply(ctx context.Context, mint string) (uint64, error) {
+	return l.st.SVMSupply(ctx, mint)
+}
+
+func (l rpcLedger) Transaction(ctx context.Context, sig string) ([]byte, time.Time, bool, error) {
+	return l.st.SVMTransaction(ctx, sig)
+}
+
+// Close stops the local networks, if any.
 func (s *Service) Close() {
-	if s != nil && s.Chain != nil {
+	if s == nil {
+		return
+	}
+	if s.rpcSrv != nil {
+		_ = s.rpcSrv.Close()
+	}
+	if s.Chain != nil {
 		_ = s.Chain.Close()
 	}
 }

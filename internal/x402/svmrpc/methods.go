@@ -368,7 +368,7 @@ func (n *Network) account(ctx context.Context, pk solana.PublicKey) (*account, e
 		return nil, err
 	}
 	amount, exists, err := n.Ledger.Balance(ctx, n.Mint.String(), owner.String())
-	if err != nil || !exists {
+	if err != nil || !(exists || n.isPayee(owner)) {
 		return nil, err
 	}
 	ta := token.Account{Mint: n.Mint, Owner: owner, Amount: amount, State: token.Initialized}
@@ -393,6 +393,9 @@ func (n *Network) tokenAccountOwner(ctx context.Context, pk solana.PublicKey) (s
 	if err != nil {
 		return solana.PublicKey{}, false, err
 	}
+	for _, p := range n.Payees {
+		holders = append(holders, p.String())
+	}
 	for _, h := range holders {
 		owner, err := solana.PublicKeyFromBase58(h)
 		if err != nil {
@@ -408,6 +411,15 @@ func (n *Network) tokenAccountOwner(ctx context.Context, pk solana.PublicKey) (s
 		}
 	}
 	return solana.PublicKey{}, false, nil
+}
+
+func (n *Network) isPayee(owner solana.PublicKey) bool {
+	for _, p := range n.Payees {
+		if p.Equals(owner) {
+			return true
+		}
+	}
+	return false
 }
 
 func encode(v any) ([]byte, error) {

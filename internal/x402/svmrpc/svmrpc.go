@@ -46,6 +46,10 @@ type Network struct {
 	// FeePayer is the facilitator's fee payer: the one system account
 	// with lamports, since the ledger charges no fees.
 	FeePayer solana.PublicKey
+	// Payees hold token accounts from genesis, even before their first
+	// payment: the official client does not create the destination
+	// account, so a payee's must exist.
+	Payees []solana.PublicKey
 
 	// atas remembers which owner an associated token account belongs to:
 	// the address is a one-way derivation, so it is found by deriving the
