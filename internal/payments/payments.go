@@ -43,7 +43,10 @@ type Service struct {
 	// SolanaRPC is the URL of the embedded Solana network's JSON-RPC
 	// (local facilitator with x402.solana_rpc_addr set).
 	SolanaRPC string
-	rpcSrv    *http.Server
+	// SolanaClock is the embedded Solana network's slot clock (local
+	// facilitator only).
+	SolanaClock *x402.SVMClock
+	rpcSrv      *http.Server
 	// SolanaNetwork and SolanaMint describe the second network offered.
 	SolanaNetwork string
 	SolanaMint    string
@@ -90,6 +93,7 @@ func New(cfg config.X402, st *store.Store) (*Service, error) {
 			// Blockhashes derive from the mint's key: stable across
 			// restarts, distinct per local key.
 			clock := &x402.SVMClock{Seed: mint.PublicKey().Bytes()}
+			s.SolanaClock = clock
 			local.SVMNetwork, local.SVM, local.SVMFeePayer, local.SVMClock = cfg.SolanaNetwork, ledger{st}, fee, clock
 			s.SolanaNetwork, s.SolanaMint = cfg.SolanaNetwork, mint.PublicKey().String()
 			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: s.SolanaMint, PayTo: payTo.PublicKey().String(),
