@@ -62,9 +62,10 @@ type X402 struct {
 	LocalKey string `mapstructure:"local_key"`
 	// SolanaNetwork is the second network offered (CAIP-2). Empty: none.
 	SolanaNetwork string `mapstructure:"solana_network"`
-	// SolanaPayTo, SolanaAsset and SolanaFeePayer describe the Solana
-	// offer with a hosted facilitator (the fee payer is the facilitator's
-	// key); the local facilitator derives all three from local_key.
+	// SolanaPayTo and SolanaAsset describe the Solana offer with a hosted
+	// facilitator, whose fee payer is read from its /supported (and
+	// refreshed); SolanaFeePayer stands in only until /supported answers.
+	// The local facilitator derives all three from local_key.
 	SolanaPayTo    string `mapstructure:"solana_pay_to"`
 	SolanaAsset    string `mapstructure:"solana_asset"`
 	SolanaFeePayer string `mapstructure:"solana_fee_payer"`

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -33,10 +34,12 @@ const TopUpPath = "/api/billing/credits/x402"
 // Service is agent payments as configured. Unready (disabled or
 // misconfigured) deployments get a Service whose Err says why.
 type Service struct {
-	Err         error
-	Network     string
-	TopUp       money.Micros
-	Offers      []x402.Offer
+	Err     error
+	Network string
+	TopUp   money.Micros
+	// offers is what the challenge offers (Offers): swapped whole when
+	// the hosted facilitator's Solana fee payer changes.
+	offers      atomic.Pointer[[]x402.Offer]
 	Facilitator x402.Facilitator
 	// Chain is the local EVM network (local facilitator only).
 	Chain *evmchain.Chain
@@ -52,7 +55,10 @@ type Service struct {
 	SolanaMint    string
 
 	solana *x402.Offer
-	ledger ledger
+	evm    x402.Offer
+	// stopWatch ends the hosted facilitator's fee-payer refresh.
+	stopWatch context.CancelFunc
+	ledger    ledger
 	// store keeps the payment records Take consults.
 	store *store.Store
 }
@@ -114,18 +120,37 @@ func New(cfg config.X402, st *store.Store) (*Service, error) {
 		if cfg.FacilitatorAPIKey != "" {
 			headers["Authorization"] = "Bearer " + cfg.FacilitatorAPIKey
 		}
-		s.Facilitator = x402.NewHTTPFacilitator(cfg.Facilitator, headers, 30*time.Second)
-		if cfg.SolanaNetwork != "" && cfg.SolanaPayTo != "" && cfg.SolanaAsset != "" && cfg.SolanaFeePayer != "" {
-			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: cfg.SolanaAsset, PayTo: cfg.SolanaPayTo,
-				Extra: map[string]any{"feePayer": cfg.SolanaFeePayer}}
+		hosted := x402.NewHTTPFacilitator(cfg.Facilitator, headers, 30*time.Second)
+		s.Facilitator = hosted
+		if cfg.SolanaNetwork != "" && cfg.SolanaPayTo != "" && cfg.SolanaAsset != "" {
+			s.evm = evm
+			s.watchFeePayer(hosted, x402.Offer{Network: cfg.SolanaNetwork, Asset: cfg.SolanaAsset, PayTo: cfg.SolanaPayTo}, cfg.SolanaFeePayer, FeePayerRefresh)
+			return s, nil
 		}
 	}
-	// The EVM network first, then Solana (spec §4.5).
-	s.Offers = []x402.Offer{evm}
-	if s.solana != nil {
-		s.Offers = append(s.Offers, *s.solana)
-	}
+	s.setOffers(evm, s.solana)
 	return s, nil
+}
+
+// setOffers publishes the offers: the EVM network first, then Solana
+// (spec §4.5), when there is a Solana offer.
+func (s *Service) setOffers(evm x402.Offer, sol *x402.Offer) {
+	offers := []x402.Offer{evm}
+	if sol != nil {
+		offers = append(offers, *sol)
+	}
+	s.offers.Store(&offers)
+}
+
+// Offers is what a challenge offers now.
+func (s *Service) Offers() []x402.Offer {
+	if s == nil {
+		return nil
+	}
+	if o := s.offers.Load(); o != nil {
+		return *o
+	}
+	return nil
 }
 
 // derive makes a deterministic ed25519 key from the local key and a label.
@@ -195,6 +220,9 @@ func (s *Service) Close() {
 	if s.rpcSrv != nil {
 		_ = s.rpcSrv.Close()
 	}
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	if s.Chain != nil {
 		_ = s.Chain.Close()
 	}
@@ -212,7 +240,7 @@ func (s *Service) NetworkID() string { return s.Network }
 // Networks lists every network a payment may arrive on (the offers').
 func (s *Service) Networks() []string {
 	var out []string
-	for _, o := range s.Offers {
+	for _, o := range s.Offers() {
 		out = append(out, o.Network)
 	}
 	return out
