@@ -73,8 +73,18 @@ func RentExempt(size uint64) uint64 { return (size + 128) * 3480 * 2 }
 // Handler serves JSON-RPC 2.0 requests (single or batched) on POST.
 func (n *Network) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Any origin, as the validator allows: browser wallets and dapps
+		// call it from their own pages, and nothing it serves changes
+		// state.
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "Content-Type, solana-client")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
+			w.Header().Set("Allow", "POST, OPTIONS")
 			http.Error(w, "Used HTTP Method is not allowed. POST or OPTIONS is required", http.StatusMethodNotAllowed)
 			return
 		}

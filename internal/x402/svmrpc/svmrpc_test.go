@@ -294,3 +294,36 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("batch %v %v", batch, err)
 	}
 }
+
+// Browser wallets call from their own origin: the preflight is allowed and
+// answers carry the CORS header; other methods than POST are refused.
+func TestHTTP(t *testing.T) {
+	f := newFixture(t)
+	req, _ := http.NewRequest(http.MethodOptions, f.url, nil)
+	req.Header.Set("Origin", "https://wallet.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(resp.Header.Get("Access-Control-Allow-Methods"), "POST") {
+		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp, err = http.Get(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	resp, err = http.Post(f.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"getHealth"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("POST headers: %v", resp.Header)
+	}
+}
