@@ -61,6 +61,10 @@ type (
 		statuses []int
 		// answers are the 200 bodies.
 		answers []map[string]any
+		// expired: the payment reached settlement after its blockhash
+		// left the validity window (a worker dead long enough) and was
+		// refused, as a validator refuses it.
+		expired bool
 	}
 )
 
@@ -284,6 +288,15 @@ func runPaid(t *testing.T, key string, p *paidReq, path string) {
 			if p.kind == "render" {
 				return
 			}
+		case http.StatusPaymentRequired:
+			if strings.Contains(string(resp.body), "Blockhash not found") {
+				p.mu.Lock()
+				p.expired = true
+				p.mu.Unlock()
+				return
+			}
+			t.Errorf("%s: %d %s", p.kind, resp.status, resp.body)
+			return
 		case http.StatusConflict:
 			// The same render payment presented again after its answer
 			// was lost: already redeemed by the first presentation.
