@@ -16,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
 
 	"conduit/internal/x402"
 )
@@ -49,13 +50,14 @@ func payCmd(ctx context.Context, env *Env, args []string) error {
 	bearer := fs.String("bearer", "", "optional API key sent as Authorization: Bearer")
 	method := fs.String("method", http.MethodPost, "HTTP method")
 	body := fs.String("body", "", "request body (JSON)")
+	rpcURL := fs.String("rpc", envOr("CONDUIT_SOLANA_RPC", DefaultSolanaRPC), "Solana JSON-RPC asked for a recent blockhash when the offer carries none (or CONDUIT_SOLANA_RPC)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *url == "" || *key == "" {
 		return fmt.Errorf("x402 pay needs -url and -key (or CONDUIT_PAYER_KEY)")
 	}
-	res, err := Pay(ctx, http.DefaultClient, *method, *url, []byte(*body), *key, *bearer)
+	res, err := Pay(ctx, http.DefaultClient, *method, *url, []byte(*body), *key, *bearer, *rpcURL)
 	if err != nil {
 		return err
 	}
@@ -74,10 +76,22 @@ type PaidResponse struct {
 	Settlement *x402.SettleResponse
 }
 
-// Pay asks url, and when it answers 402 signs its first EVM offer with
-// keyHex (EIP-3009, as the official client does) and asks again with
-// PAYMENT-SIGNATURE.
-func Pay(ctx context.Context, hc *http.Client, method, url string, body []byte, keyHex, bearer string) (PaidResponse, error) {
+// DefaultSolanaRPC is the dev command's Solana JSON-RPC.
+const DefaultSolanaRPC = "http://127.0.0.1:8899"
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Pay asks url, and when it answers 402 signs its first offer on the key's
+// network — EIP-3009 for a hex key, a Solana transfer for a base58 one, as
+// the official clients do — and asks again with PAYMENT-SIGNATURE. A
+// Solana payment's blockhash is the offer's extra.recentBlockhash, or the
+// latest from solanaRPC.
+func Pay(ctx context.Context, hc *http.Client, method, url string, body []byte, keyHex, bearer, solanaRPC string) (PaidResponse, error) {
 	send := func(payment string) (*http.Response, []byte, error) {
 		req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 		if err != nil {
@@ -129,10 +143,10 @@ func Pay(ctx context.Context, hc *http.Client, method, url string, body []byte, 
 	}
 	var p x402.PaymentPayload
 	if solErr == nil {
-		// The embedded ledger does not check blockhashes; a hosted
-		// facilitator needs a recent one, which this tool does not fetch.
-		var blockhash solana.Hash
-		_, _ = rand.Read(blockhash[:])
+		blockhash, err := recentBlockhash(ctx, *offer, solanaRPC)
+		if err != nil {
+			return PaidResponse{}, err
+		}
 		p, err = x402.SignSVM(*offer, solKey, blockhash)
 	} else {
 		var nonce [32]byte
@@ -194,4 +208,26 @@ func mintCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", b)
 	return nil
+}
+
+// recentBlockhash is the blockhash a Solana payment is built on: the
+// offer's extra.recentBlockhash, else the network's latest.
+func recentBlockhash(ctx context.Context, offer x402.PaymentRequirements, rpcURL string) (solana.Hash, error) {
+	if s, ok := offer.Extra["recentBlockhash"].(string); ok && s != "" {
+		h, err := solana.HashFromBase58(s)
+		if err != nil {
+			return h, fmt.Errorf("the offer's extra.recentBlockhash %q is not a base58 hash: %w", s, err)
+		}
+		return h, nil
+	}
+	if rpcURL == "" {
+		return solana.Hash{}, fmt.Errorf("paying on Solana needs a recent blockhash: pass -rpc with the network's Solana JSON-RPC URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := rpc.New(rpcURL).GetLatestBlockhash(ctx, rpc.CommitmentFinalized)
+	if err != nil {
+		return solana.Hash{}, fmt.Errorf("the Solana RPC at %s gave no recent blockhash (set -rpc or CONDUIT_SOLANA_RPC): %w", rpcURL, err)
+	}
+	return res.Value.Blockhash, nil
 }

@@ -45,7 +45,7 @@ func (s *Server) topUp(c *gin.Context) {
 	}
 	challenge := x402.Challenge(x402.ResourceInfo{
 		URL: s.url(payments.TopUpPath), Description: "Add " + pay.TopUp.String() + " USD of prepaid credit", MimeType: "application/json",
-	}, pay.TopUp, pay.Offers, "")
+	}, pay.TopUp, pay.Offers(), "")
 
 	target := workflows.TopUpTarget(accountID)
 	pp, err := pay.Take(ctx, c.GetHeader(x402.HeaderPaymentSignature), challenge,

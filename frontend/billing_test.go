@@ -15,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
 
 	"conduit/frontend"
 	"conduit/internal/config"
@@ -337,9 +338,13 @@ func solWallet(t *testing.T, usd money.Micros) solana.PrivateKey {
 
 func solPay(t *testing.T, k solana.PrivateKey, pr x402.PaymentRequired) string {
 	t.Helper()
-	var blockhash solana.Hash
-	_, _ = rand.Read(blockhash[:])
-	p, err := x402.SignSVM(pr.Accepts[1], k, blockhash)
+	// A recent blockhash from the embedded network, as the official
+	// client gets it.
+	bh, err := rpc.New(env.Platform.Payments.SolanaRPC).GetLatestBlockhash(context.Background(), rpc.CommitmentFinalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := x402.SignSVM(pr.Accepts[1], k, bh.Value.Blockhash)
 	if err != nil {
 		t.Fatal(err)
 	}

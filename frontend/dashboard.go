@@ -58,7 +58,7 @@ func (s *Server) creditsPage(c *gin.Context) {
 	}
 	if pay := s.deps.Payments; pay.Enabled() {
 		x := &x402View{URL: s.url(pay.Path()), PerCall: usd(pay.PerCall())}
-		for _, o := range pay.Offers {
+		for _, o := range pay.Offers() {
 			token, _ := o.Extra["name"].(string)
 			x.Networks = append(x.Networks, offerView{Network: o.Network, Token: token, Asset: o.Asset, PayTo: o.PayTo})
 		}

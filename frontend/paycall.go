@@ -182,7 +182,7 @@ func requestHash(kind string, r store.MediaRequest) string {
 func (s *Server) sell(c *gin.Context, o order) {
 	pay := s.deps.Payments
 	ctx := c.Request.Context()
-	challenge := x402.Challenge(x402.ResourceInfo{URL: s.url(o.kind.path), Description: o.description, MimeType: "application/json"}, o.price, pay.Offers, "")
+	challenge := x402.Challenge(x402.ResourceInfo{URL: s.url(o.kind.path), Description: o.description, MimeType: "application/json"}, o.price, pay.Offers(), "")
 	runID := runs.NewRunID(time.Now())
 	pp, err := pay.Take(ctx, c.GetHeader(x402.HeaderPaymentSignature), challenge,
 		payments.Purchase{Amount: o.price, Resource: o.kind.path, Purpose: workflows.RenderWorkflowID(runID)})

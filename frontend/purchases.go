@@ -105,7 +105,7 @@ func (s *Server) signInRequired(c *gin.Context, status int, reason string) {
 		return
 	}
 	resource := x402.ResourceInfo{URL: s.url(PurchasesPath), Description: "every purchase of the signing wallet", MimeType: "application/json"}
-	pr := x402.Challenge(resource, 0, s.deps.Payments.Offers, reason)
+	pr := x402.Challenge(resource, 0, s.deps.Payments.Offers(), reason)
 	pr.Extensions = map[string]any{siwx.ExtensionKey: ch}
 	h, err := x402.EncodeHeader(pr)
 	if err != nil {

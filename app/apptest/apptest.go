@@ -218,6 +218,9 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	// dev-only override; StartPlay's platform needs none.
 	cfg.X402.Network = "eip155:8453"
 	cfg.X402.AllowLocalOnMainNetwork = true
+	// The embedded Solana network's JSON-RPC, on a free port
+	// (Env.Platform.Payments.SolanaRPC).
+	cfg.X402.SolanaRPCAddr = "127.0.0.1:0"
 	if o.play {
 		cfg.X402.Network, cfg.X402.SolanaNetwork = config.PlayNetwork, config.PlaySolanaNetwork
 		cfg.X402.AllowLocalOnMainNetwork = false

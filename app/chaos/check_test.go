@@ -323,6 +323,15 @@ func checkPaid(t *testing.T, ctx context.Context, db *pgx.Conn, c campaign) mone
 		if transfers, err = pgx.CollectRows(trows, pgx.RowTo[string]); err != nil {
 			t.Fatal(err)
 		}
+		if p.expired {
+			// Refused for its expired blockhash: nothing may have moved
+			// or been recorded as settled.
+			outcomes[p.kind+" refused: blockhash expired"]++
+			if left != uint64(p.minted) || len(transfers) != 0 || (len(pays) == 1 && pays[0].status == "settled") {
+				t.Errorf("%s: refused for its expired blockhash, yet left %d of %d, transfers %v, payments %+v", what, left, p.minted, transfers, pays)
+			}
+			continue
+		}
 		if len(pays) != 1 || pays[0].status != "settled" {
 			t.Errorf("%s: payments %+v (answers %v)", what, pays, p.statuses)
 			continue

@@ -3,7 +3,6 @@ package chaos_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gagliardetto/solana-go"
+	"github.com/gagliardetto/solana-go/rpc"
 
 	"conduit/frontend"
 	"conduit/internal/money"
@@ -61,6 +61,10 @@ type (
 		statuses []int
 		// answers are the 200 bodies.
 		answers []map[string]any
+		// expired: the payment reached settlement after its blockhash
+		// left the validity window (a worker dead long enough) and was
+		// refused, as a validator refuses it.
+		expired bool
 	}
 )
 
@@ -284,6 +288,15 @@ func runPaid(t *testing.T, key string, p *paidReq, path string) {
 			if p.kind == "render" {
 				return
 			}
+		case http.StatusPaymentRequired:
+			if strings.Contains(string(resp.body), "Blockhash not found") {
+				p.mu.Lock()
+				p.expired = true
+				p.mu.Unlock()
+				return
+			}
+			t.Errorf("%s: %d %s", p.kind, resp.status, resp.body)
+			return
 		case http.StatusConflict:
 			// The same render payment presented again after its answer
 			// was lost: already redeemed by the first presentation.
@@ -428,9 +441,13 @@ func newWallet(t *testing.T, usd money.Micros) solana.PrivateKey {
 // solPay signs the Solana offer as a Solana client would.
 func solPay(t *testing.T, k solana.PrivateKey, offer x402.PaymentRequirements) string {
 	t.Helper()
-	var blockhash solana.Hash
-	_, _ = rand.Read(blockhash[:])
-	p, err := x402.SignSVM(offer, k, blockhash)
+	// A recent blockhash from the embedded network, as the official
+	// client gets it.
+	bh, err := rpc.New(env.Platform.Payments.SolanaRPC).GetLatestBlockhash(context.Background(), rpc.CommitmentFinalized)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := x402.SignSVM(offer, k, bh.Value.Blockhash)
 	if err != nil {
 		t.Fatal(err)
 	}

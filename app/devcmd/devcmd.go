@@ -35,11 +35,17 @@ import (
 // can pass for a real payment.
 func Command() app.Command {
 	return app.Command{
-		Summary:  "start everything on embedded defaults (PostgreSQL, Temporal + UI, worker, API)",
-		Run:      run,
-		Defaults: map[string]any{"x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork},
+		Summary: "start everything on embedded defaults (PostgreSQL, Temporal + UI, worker, API)",
+		Run:     run,
+		Defaults: map[string]any{"x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork,
+			"x402.solana_rpc_addr": DefaultSolanaRPCAddr},
 	}
 }
+
+// DefaultSolanaRPCAddr is where the dev command serves the embedded Solana
+// network's JSON-RPC: solana-test-validator's port, so wallets and tools
+// that know "localhost" find it.
+const DefaultSolanaRPCAddr = "127.0.0.1:8899"
 
 func run(ctx context.Context, env *app.Env, _ []string) error {
 	cfg := env.Config
@@ -139,6 +145,9 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 		fmt.Fprintf(w, "  x402 networks %s (%s EVM chain, token %s)\n", pay.Network, playOrLocal(pay.Network), pay.Chain.Token.Hex())
 		if pay.SolanaNetwork != "" {
 			fmt.Fprintf(w, "                %s (%s Solana ledger, mint %s)\n", pay.SolanaNetwork, playOrLocal(pay.SolanaNetwork), pay.SolanaMint)
+			if pay.SolanaRPC != "" {
+				fmt.Fprintf(w, "  Solana RPC    %s (point a Solana wallet or client here; docs/payments.md)\n", pay.SolanaRPC)
+			}
 		}
 		fmt.Fprintf(w, "  x402 mint     POST %s%s {address, usd} (play tokens; dev command only)\n", env.Config.BaseURL(), frontend.DevMintPath)
 		if p.Media.Err == nil {

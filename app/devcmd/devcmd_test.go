@@ -59,8 +59,9 @@ func TestMain(m *testing.M) {
 // UI, stop cleanly on Ctrl-C (SIGINT) and keep its data for the next start.
 func TestDevCommandEndToEnd(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	ports := freePorts(t, 4)
+	ports := freePorts(t, 5)
 	envVars := append(os.Environ(),
+		"CONDUIT_X402_SOLANA_RPC_ADDR=127.0.0.1:"+strconv.Itoa(ports[4]),
 		"CONDUIT_DEV_DATA_DIR="+dataDir,
 		"CONDUIT_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]),
 		"CONDUIT_DEV_POSTGRES_PORT="+strconv.Itoa(ports[1]),
@@ -124,6 +125,9 @@ func TestDevCommandEndToEnd(t *testing.T) {
 		t.Fatalf("after one pack recorded twice: %s", bal)
 	}
 	playNetworks(t, banner, api)
+	if want := "Solana RPC    http://127.0.0.1:" + strconv.Itoa(ports[4]); !strings.Contains(banner, want) {
+		t.Errorf("the banner does not say %q:\n%s", want, banner)
+	}
 	// A published pipeline on the built-in local model, to call after the
 	// restart.
 	pipeline := publishEcho(t, api, devKey)

@@ -84,12 +84,18 @@ type X402 struct {
 	LocalKey string `mapstructure:"local_key"`
 	// SolanaNetwork is the second network offered (CAIP-2). Empty: none.
 	SolanaNetwork string `mapstructure:"solana_network"`
-	// SolanaPayTo, SolanaAsset and SolanaFeePayer describe the Solana
-	// offer with a hosted facilitator (the fee payer is the facilitator's
-	// key); the local facilitator derives all three from local_key.
+	// SolanaPayTo and SolanaAsset describe the Solana offer with a hosted
+	// facilitator, whose fee payer is read from its /supported (and
+	// refreshed); SolanaFeePayer stands in only until /supported answers.
+	// The local facilitator derives all three from local_key.
 	SolanaPayTo    string `mapstructure:"solana_pay_to"`
 	SolanaAsset    string `mapstructure:"solana_asset"`
 	SolanaFeePayer string `mapstructure:"solana_fee_payer"`
+	// SolanaRPCAddr is where the local facilitator's embedded Solana
+	// network serves the Solana JSON-RPC (host:port, loopback advised).
+	// Empty: no RPC. The dev command serves it on 127.0.0.1:8899, the
+	// port solana-test-validator uses.
+	SolanaRPCAddr string `mapstructure:"solana_rpc_addr"`
 	// RateLimit bounds paid-endpoint calls per client address, as
 	// "<count>-<S|M|H>" (60-M: sixty a minute); beyond it calls get 429.
 	RateLimit string `mapstructure:"rate_limit"`
@@ -394,6 +400,7 @@ var defaults = map[string]any{
 	"x402.solana_pay_to":         "",
 	"x402.solana_asset":          "",
 	"x402.solana_fee_payer":      "",
+	"x402.solana_rpc_addr":       "",
 	"runs.truncate_output_chars": 8000,
 	"runs.model_attempts":        3,
 	"runs.model_timeout":         "120s",

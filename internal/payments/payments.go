@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -22,6 +25,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/x402"
 	"conduit/internal/x402/evmchain"
+	"conduit/internal/x402/svmrpc"
 )
 
 // TopUpPath is the agent top-up endpoint.
@@ -30,19 +34,31 @@ const TopUpPath = "/api/billing/credits/x402"
 // Service is agent payments as configured. Unready (disabled or
 // misconfigured) deployments get a Service whose Err says why.
 type Service struct {
-	Err         error
-	Network     string
-	TopUp       money.Micros
-	Offers      []x402.Offer
+	Err     error
+	Network string
+	TopUp   money.Micros
+	// offers is what the challenge offers (Offers): swapped whole when
+	// the hosted facilitator's Solana fee payer changes.
+	offers      atomic.Pointer[[]x402.Offer]
 	Facilitator x402.Facilitator
 	// Chain is the local EVM network (local facilitator only).
 	Chain *evmchain.Chain
+	// SolanaRPC is the URL of the embedded Solana network's JSON-RPC
+	// (local facilitator with x402.solana_rpc_addr set).
+	SolanaRPC string
+	// SolanaClock is the embedded Solana network's slot clock (local
+	// facilitator only).
+	SolanaClock *x402.SVMClock
+	rpcSrv      *http.Server
 	// SolanaNetwork and SolanaMint describe the second network offered.
 	SolanaNetwork string
 	SolanaMint    string
 
 	solana *x402.Offer
-	ledger ledger
+	evm    x402.Offer
+	// stopWatch ends the hosted facilitator's fee-payer refresh.
+	stopWatch context.CancelFunc
+	ledger    ledger
 	// store keeps the payment records Take consults.
 	store *store.Store
 }
@@ -80,11 +96,23 @@ func New(cfg config.X402, st *store.Store) (*Service, error) {
 			// The Solana fee payer, mint and receiving wallet derive from
 			// the local key, so they stay the same across restarts.
 			fee, mint, payTo := derive(key.D.Bytes(), "fee-payer"), derive(key.D.Bytes(), "mint"), derive(key.D.Bytes(), "pay-to")
-			local.SVMNetwork, local.SVM, local.SVMFeePayer = cfg.SolanaNetwork, ledger{st}, fee
+			// Blockhashes derive from the mint's key: stable across
+			// restarts, distinct per local key.
+			clock := &x402.SVMClock{Seed: mint.PublicKey().Bytes()}
+			s.SolanaClock = clock
+			local.SVMNetwork, local.SVM, local.SVMFeePayer, local.SVMClock = cfg.SolanaNetwork, ledger{st}, fee, clock
 			s.SolanaNetwork, s.SolanaMint = cfg.SolanaNetwork, mint.PublicKey().String()
 			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: s.SolanaMint, PayTo: payTo.PublicKey().String(),
 				Extra: map[string]any{"feePayer": fee.PublicKey().String()}}
 			s.ledger = ledger{st}
+			if cfg.SolanaRPCAddr != "" {
+				rpcNet := &svmrpc.Network{Clock: clock, Ledger: rpcLedger{st}, Mint: mint.PublicKey(), MintAuthority: fee.PublicKey(),
+					Decimals: 6, FeePayer: fee.PublicKey(), Payees: []solana.PublicKey{payTo.PublicKey()}}
+				if err := s.serveRPC(cfg.SolanaRPCAddr, rpcNet); err != nil {
+					_ = chain.Close()
+					return nil, err
+				}
+			}
 		}
 		s.Facilitator = local
 	} else {
@@ -92,18 +120,37 @@ func New(cfg config.X402, st *store.Store) (*Service, error) {
 		if cfg.FacilitatorAPIKey != "" {
 			headers["Authorization"] = "Bearer " + cfg.FacilitatorAPIKey
 		}
-		s.Facilitator = x402.NewHTTPFacilitator(cfg.Facilitator, headers, 30*time.Second)
-		if cfg.SolanaNetwork != "" && cfg.SolanaPayTo != "" && cfg.SolanaAsset != "" && cfg.SolanaFeePayer != "" {
-			s.solana = &x402.Offer{Network: cfg.SolanaNetwork, Asset: cfg.SolanaAsset, PayTo: cfg.SolanaPayTo,
-				Extra: map[string]any{"feePayer": cfg.SolanaFeePayer}}
+		hosted := x402.NewHTTPFacilitator(cfg.Facilitator, headers, 30*time.Second)
+		s.Facilitator = hosted
+		if cfg.SolanaNetwork != "" && cfg.SolanaPayTo != "" && cfg.SolanaAsset != "" {
+			s.evm = evm
+			s.watchFeePayer(hosted, x402.Offer{Network: cfg.SolanaNetwork, Asset: cfg.SolanaAsset, PayTo: cfg.SolanaPayTo}, cfg.SolanaFeePayer, FeePayerRefresh)
+			return s, nil
 		}
 	}
-	// The EVM network first, then Solana (spec §4.5).
-	s.Offers = []x402.Offer{evm}
-	if s.solana != nil {
-		s.Offers = append(s.Offers, *s.solana)
-	}
+	s.setOffers(evm, s.solana)
 	return s, nil
+}
+
+// setOffers publishes the offers: the EVM network first, then Solana
+// (spec §4.5), when there is a Solana offer.
+func (s *Service) setOffers(evm x402.Offer, sol *x402.Offer) {
+	offers := []x402.Offer{evm}
+	if sol != nil {
+		offers = append(offers, *sol)
+	}
+	s.offers.Store(&offers)
+}
+
+// Offers is what a challenge offers now.
+func (s *Service) Offers() []x402.Offer {
+	if s == nil {
+		return nil
+	}
+	if o := s.offers.Load(); o != nil {
+		return *o
+	}
+	return nil
 }
 
 // derive makes a deterministic ed25519 key from the local key and a label.
@@ -119,8 +166,8 @@ func (l ledger) Balance(ctx context.Context, mint, owner string) (uint64, error)
 	return l.st.SVMBalance(ctx, mint, owner)
 }
 
-func (l ledger) Transfer(ctx context.Context, sig, mint, from, to string, amount uint64) error {
-	err := l.st.SVMTransfer(ctx, sig, mint, from, to, amount)
+func (l ledger) Transfer(ctx context.Context, sig, mint, from, to string, amount uint64, tx []byte) error {
+	err := l.st.SVMTransfer(ctx, sig, mint, from, to, amount, tx)
 	switch {
 	case errors.Is(err, store.ErrSVMDuplicate):
 		return x402.ErrSVMDuplicate
@@ -134,9 +181,49 @@ func (l ledger) Settled(ctx context.Context, sig string) (bool, error) {
 	return l.st.SVMSettled(ctx, sig)
 }
 
-// Close stops the local network, if any.
+// serveRPC starts the Solana JSON-RPC on addr.
+func (s *Service) serveRPC(addr string, n *svmrpc.Network) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("the Solana RPC cannot listen on %s (set %s_X402_SOLANA_RPC_ADDR to a free address): %w", addr, config.EnvPrefix, err)
+	}
+	s.SolanaRPC = "http://" + ln.Addr().String()
+	s.rpcSrv = &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.rpcSrv.Serve(ln) }()
+	return nil
+}
+
+// rpcLedger adapts the store's Solana ledger to the RPC.
+type rpcLedger struct{ st *store.Store }
+
+func (l rpcLedger) Balance(ctx context.Context, mint, owner string) (uint64, bool, error) {
+	return l.st.SVMAccount(ctx, mint, owner)
+}
+
+func (l rpcLedger) Holders(ctx context.Context, mint string) ([]string, error) {
+	return l.st.SVMHolders(ctx, mint)
+}
+
+func (l rpcLedger) Supply(ctx context.Context, mint string) (uint64, error) {
+	return l.st.SVMSupply(ctx, mint)
+}
+
+func (l rpcLedger) Transaction(ctx context.Context, sig string) ([]byte, time.Time, bool, error) {
+	return l.st.SVMTransaction(ctx, sig)
+}
+
+// Close stops the local networks, if any.
 func (s *Service) Close() {
-	if s != nil && s.Chain != nil {
+	if s == nil {
+		return
+	}
+	if s.rpcSrv != nil {
+		_ = s.rpcSrv.Close()
+	}
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
+	if s.Chain != nil {
 		_ = s.Chain.Close()
 	}
 }
@@ -153,7 +240,7 @@ func (s *Service) NetworkID() string { return s.Network }
 // Networks lists every network a payment may arrive on (the offers').
 func (s *Service) Networks() []string {
 	var out []string
-	for _, o := range s.Offers {
+	for _, o := range s.Offers() {
 		out = append(out, o.Network)
 	}
 	return out

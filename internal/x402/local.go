@@ -25,9 +25,10 @@ type EVMLedger interface {
 // SVMLedger is the Solana token ledger the local facilitator settles on.
 type SVMLedger interface {
 	Balance(ctx context.Context, mint, owner string) (uint64, error)
-	// Transfer moves tokens once per transaction signature; it reports
-	// ErrSVMDuplicate and ErrSVMInsufficientFunds.
-	Transfer(ctx context.Context, signature, mint, from, to string, amount uint64) error
+	// Transfer moves tokens once per transaction signature and keeps the
+	// signed transaction (wire bytes); it reports ErrSVMDuplicate and
+	// ErrSVMInsufficientFunds.
+	Transfer(ctx context.Context, signature, mint, from, to string, amount uint64, tx []byte) error
 	// Settled reports whether the transaction with this signature was
 	// settled.
 	Settled(ctx context.Context, signature string) (bool, error)
@@ -49,7 +50,11 @@ type LocalFacilitator struct {
 	SVMNetwork  string
 	SVM         SVMLedger
 	SVMFeePayer solana.PrivateKey
-	Now         func() time.Time
+	// SVMClock issues the network's blockhashes; with it, a transaction
+	// whose blockhash is unknown or expired is refused, as a validator
+	// refuses it. Nil accepts any blockhash.
+	SVMClock *SVMClock
+	Now      func() time.Time
 }
 
 func (f *LocalFacilitator) now() time.Time {
@@ -182,6 +187,12 @@ func (f *LocalFacilitator) verifySVM(ctx context.Context, p PaymentPayload, req 
 	if err != nil {
 		return t, err
 	}
+	if f.SVMClock != nil {
+		if _, ok := f.SVMClock.Valid(t.Tx.Message.RecentBlockhash); !ok {
+			// What simulation reports for such a transaction.
+			return t, refuse(ReasonSVMSimulation, "Transaction simulation failed: Blockhash not found")
+		}
+	}
 	bal, err := f.SVM.Balance(ctx, req.Asset, t.Authority.String())
 	if err != nil {
 		return t, err
@@ -208,7 +219,11 @@ func (f *LocalFacilitator) settleSVM(ctx context.Context, p PaymentPayload, req 
 		return SettleResponse{}, err
 	}
 	t.Tx.Signatures[0] = sig
-	err = f.SVM.Transfer(ctx, sig.String(), req.Asset, t.Authority.String(), req.PayTo, t.Amount)
+	wire, err := t.Tx.MarshalBinary()
+	if err != nil {
+		return SettleResponse{}, err
+	}
+	err = f.SVM.Transfer(ctx, sig.String(), req.Asset, t.Authority.String(), req.PayTo, t.Amount, wire)
 	switch {
 	case errors.Is(err, ErrSVMDuplicate):
 		return refusedSettle(t.Authority.String(), req.Network, refuse(ReasonSVMDuplicate, "transaction already settled"))

@@ -37,6 +37,7 @@ const (
 	ReasonSVMSignature     = "invalid_exact_svm_payload_signature"
 	ReasonSVMInsufficient  = "insufficient_funds"
 	ReasonSVMDuplicate     = "duplicate_settlement"
+	ReasonSVMSimulation    = "transaction_simulation_failed"
 )
 
 // maxComputeUnitPrice bounds the priority fee the facilitator pays
