@@ -159,9 +159,7 @@ func TestEnclaveLifecycle(t *testing.T) {
 }
 
 func TestEnclaveMissingImageFails(t *testing.T) {
-	if env.Registry == "" {
-		t.Skip("enclaves are off in this harness")
-	}
+	env.RequireEnclaves(t)
 	_, key := env.NewAccount(t)
 	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(env.Registry+"/missing/app:v1")), http.StatusAccepted)
 	id := created["id"].(string)
@@ -178,9 +176,7 @@ func TestEnclaveMissingImageFails(t *testing.T) {
 }
 
 func TestEnclaveBadInput(t *testing.T) {
-	if env.Registry == "" {
-		t.Skip("enclaves are off in this harness")
-	}
+	env.RequireEnclaves(t)
 	_, key := env.NewAccount(t)
 	_, reader := env.NewAccount(t, "enclaves:read")
 	for name, body := range map[string]any{
@@ -230,9 +226,7 @@ func TestEnclaveSurvivesWorkerRestart(t *testing.T) {
 }
 
 func TestEnclavePrivateRegistry(t *testing.T) {
-	if env.Registry == "" {
-		t.Skip("enclaves are off in this harness")
-	}
+	env.RequireEnclaves(t)
 	reg, err := local.StartRegistry(local.RegistryOptions{Username: "deploy", Password: "s3cret-pass"})
 	if err != nil {
 		t.Fatal(err)
