@@ -180,19 +180,7 @@ func TestUnkeyedAdmissionCompletedLateIsWithdrawn(t *testing.T) {
 		return activities.GenerateOutput{}, nil
 	})
 	var answer RunAdmission
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(AdmissionUpdate, "caller", &testsuite.TestUpdateCallback{
-			OnAccept: func() {},
-			OnReject: func(err error) { t.Errorf("update rejected: %v", err) },
-			OnComplete: func(v any, err error) {
-				if err != nil {
-					t.Errorf("update: %v", err)
-					return
-				}
-				answer = v.(RunAdmission)
-			},
-		}, RunRequest{RunID: "r1"})
-	}, 0)
+	askAdmission(t, env, &answer)
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(t0)
 	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), Inputs: map[string]string{"q": "x"},
@@ -234,19 +222,7 @@ func TestOwnRunFoundFinishedEndsWithItsRecord(t *testing.T) {
 		return nil
 	})
 	var answer RunAdmission
-	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(AdmissionUpdate, "caller", &testsuite.TestUpdateCallback{
-			OnAccept: func() {},
-			OnReject: func(err error) { t.Errorf("update rejected: %v", err) },
-			OnComplete: func(v any, err error) {
-				if err != nil {
-					t.Errorf("update: %v", err)
-					return
-				}
-				answer = v.(RunAdmission)
-			},
-		}, RunRequest{RunID: "r1"})
-	}, 0)
+	askAdmission(t, env, &answer)
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(t0)
 	env.ExecuteWorkflow(PipelineRun, RunInput{RunID: "r1", Graph: json.RawMessage(twoBranchGraph), Inputs: map[string]string{"q": "x"},
@@ -261,4 +237,22 @@ func TestOwnRunFoundFinishedEndsWithItsRecord(t *testing.T) {
 	if !answer.Accepted || answer.Existing || answer.RunID != "r1" || answer.Status != StatusSuccess {
 		t.Fatalf("the caller was answered %+v", answer)
 	}
+}
+
+// askAdmission sends the admission update as caller "r1" as soon as the
+// workflow starts and keeps its answer in answer.
+func askAdmission(t *testing.T, env *testsuite.TestWorkflowEnvironment, answer *RunAdmission) {
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(AdmissionUpdate, "caller", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { t.Errorf("update rejected: %v", err) },
+			OnComplete: func(v any, err error) {
+				if err != nil {
+					t.Errorf("update: %v", err)
+					return
+				}
+				*answer = v.(RunAdmission)
+			},
+		}, RunRequest{RunID: "r1"})
+	}, 0)
 }
