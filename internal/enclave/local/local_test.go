@@ -148,6 +148,20 @@ func push(t *testing.T, img v1.Image, ref string, auth authn.Authenticator) {
 	}
 }
 
+// pushedApp starts a loopback registry for the test, pushes the test
+// application to it and returns its reference.
+func pushedApp(t *testing.T) string {
+	t.Helper()
+	reg, err := StartRegistry(RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	ref := reg.Host + "/apps/hello:1"
+	push(t, appImage(t), ref, nil)
+	return ref
+}
+
 func newProvider(t *testing.T) (*Provider, *attest.Authority) {
 	t.Helper()
 	auth, err := attest.NewAuthority(t.TempDir())
@@ -463,13 +477,7 @@ func TestLimits(t *testing.T) {
 	}
 	ctx := context.Background()
 	p, _ := newProvider(t)
-	reg, err := StartRegistry(RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ref := reg.Host + "/apps/hello:1"
-	push(t, appImage(t), ref, nil)
+	ref := pushedApp(t)
 	const id = "enc_limits"
 	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
 	if err != nil {
@@ -525,13 +533,7 @@ func TestLimits(t *testing.T) {
 func TestConcurrentDeploy(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProvider(t)
-	reg, err := StartRegistry(RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ref := reg.Host + "/apps/hello:1"
-	push(t, appImage(t), ref, nil)
+	ref := pushedApp(t)
 	const id = "enc_concurrent"
 	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
 	if err != nil {
@@ -596,13 +598,7 @@ func TestLeafRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := StartRegistry(RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ref := reg.Host + "/apps/hello:1"
-	push(t, appImage(t), ref, nil)
+	ref := pushedApp(t)
 	const id = "enc_renewal"
 	img, err := p.Prepare(ctx, id, enclave.Source{Ref: ref})
 	if err != nil {
@@ -644,13 +640,7 @@ func TestProviderRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := StartRegistry(RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ref := reg.Host + "/apps/hello:1"
-	push(t, appImage(t), ref, nil)
+	ref := pushedApp(t)
 	const id = "enc_restart"
 	img, err := p1.Prepare(ctx, id, enclave.Source{Ref: ref})
 	if err != nil {
@@ -695,13 +685,7 @@ func TestHostNetworkFallback(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProvider(t)
 	p.ownNet = false
-	reg, err := StartRegistry(RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	ref := reg.Host + "/apps/hello:1"
-	push(t, appImage(t), ref, nil)
+	ref := pushedApp(t)
 	probe, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
