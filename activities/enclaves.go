@@ -10,6 +10,7 @@ import (
 
 	"conduit/internal/codec"
 	"conduit/internal/enclave"
+	"conduit/internal/enclave/build"
 	"conduit/internal/enclaves"
 	"conduit/internal/store"
 )
@@ -22,8 +23,14 @@ import (
 type Enclaves struct {
 	Store    *store.Store
 	Provider enclave.Provider
-	// Secrets opens sealed registry credentials (nil: none are kept).
+	// Secrets opens sealed registry credentials and github tokens (nil:
+	// none are kept).
 	Secrets *codec.Codec
+	// Builder builds github sources (nil: they fail, permanently);
+	// BuildAuth are the credentials that pull what it pushed (empty:
+	// anonymous).
+	Builder   *build.Builder
+	BuildAuth struct{ Username, Password string }
 	// Retention is how long log entries are kept (0: forever); CopyLogs
 	// prunes older ones at most once an hour per worker process.
 	Retention time.Duration
@@ -61,6 +68,13 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 		return Prepared{}, err
 	}
 	src := enclave.Source{Ref: rec.ProviderConfig.DockerImage}
+	if rec.SourceType == enclaves.SourceGitHub {
+		// The image the build pushed (recorded by Build).
+		if rec.BuiltImage == "" {
+			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", id, "no image has been built for this enclave")
+		}
+		src = enclave.Source{Ref: rec.BuiltImage, Username: e.BuildAuth.Username, Password: e.BuildAuth.Password}
+	}
 	cfg := enclave.Config{CPUCount: rec.ProviderConfig.CPUCount, MemoryMiB: rec.ProviderConfig.MemoryMiB}
 	if rec.SourceType == enclaves.SourcePrivateRegistry {
 		sealed, err := e.Store.EnclaveSecret(ctx, id)

@@ -3,12 +3,15 @@ package app
 import (
 	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
 	"conduit/activities"
 	"conduit/frontend"
 	"conduit/internal/attest"
 	"conduit/internal/codec"
 	"conduit/internal/config"
 	"conduit/internal/enclave"
+	"conduit/internal/enclave/build"
 	"conduit/internal/enclave/local"
 )
 
@@ -22,6 +25,9 @@ type Enclaves struct {
 	// Secrets seals registry credentials (nil: private registries are
 	// refused).
 	Secrets *codec.Codec
+	// Builder builds github sources (nil without enclaves.build_registry:
+	// github sources are refused).
+	Builder *build.Builder
 }
 
 // openEnclaves reads the enclave configuration (nil when enclaves are off).
@@ -39,6 +45,16 @@ func openEnclaves(cfg *config.Config) (*Enclaves, error) {
 		var err error
 		if e.Secrets, err = codec.Parse(keys); err != nil {
 			return nil, fmt.Errorf("enclaves.secret_keys: %w", err)
+		}
+	}
+	if c.BuildRegistry != "" {
+		var auth authn.Authenticator = authn.Anonymous
+		if c.BuildRegistryUsername != "" || c.BuildRegistryPassword != "" {
+			auth = &authn.Basic{Username: c.BuildRegistryUsername, Password: c.BuildRegistryPassword}
+		}
+		var err error
+		if e.Builder, err = build.New(build.Options{GitBaseURL: c.GitBaseURL, Registry: c.BuildRegistry, RegistryAuth: auth}); err != nil {
+			return nil, fmt.Errorf("enclaves.build_registry: %w", err)
 		}
 	}
 	return e, nil
@@ -69,8 +85,11 @@ func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {
 	if err := p.Enclaves.startProvider(p.Config.Enclaves); err != nil {
 		return nil, err
 	}
-	return &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Secrets: p.Enclaves.Secrets,
-		Retention: p.Config.Enclaves.LogRetention}, nil
+	c := p.Config.Enclaves
+	a := &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Secrets: p.Enclaves.Secrets,
+		Retention: c.LogRetention, Builder: p.Enclaves.Builder}
+	a.BuildAuth.Username, a.BuildAuth.Password = c.BuildRegistryUsername, c.BuildRegistryPassword
+	return a, nil
 }
 
 func (p *Platform) enclaveFrontend() frontend.Enclaves {
@@ -78,5 +97,6 @@ func (p *Platform) enclaveFrontend() frontend.Enclaves {
 		return frontend.Enclaves{}
 	}
 	c := p.Config.Enclaves
-	return frontend.Enclaves{Enabled: true, Secrets: p.Enclaves.Secrets, LogEvery: c.LogEvery, HeartbeatTimeout: c.HeartbeatTimeout}
+	return frontend.Enclaves{Enabled: true, Secrets: p.Enclaves.Secrets, LogEvery: c.LogEvery, HeartbeatTimeout: c.HeartbeatTimeout,
+		Builds: p.Enclaves.Builder != nil}
 }

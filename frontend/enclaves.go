@@ -30,8 +30,11 @@ import (
 // Enclaves is what the enclave routes need.
 type Enclaves struct {
 	Enabled bool
-	// Secrets seals registry credentials; nil refuses private registries.
-	Secrets          *codec.Codec
+	// Secrets seals registry credentials and github tokens; nil refuses
+	// private registries and github tokens.
+	Secrets *codec.Codec
+	// Builds says github sources can be built (enclaves.build_registry).
+	Builds           bool
 	LogEvery         time.Duration
 	HeartbeatTimeout time.Duration
 }
@@ -93,7 +96,12 @@ func (s *Server) enclaveJSON(e enclaves.Enclave) gin.H {
 		"url": s.url("/api/enclaves/" + e.ID),
 	}
 	if e.SourceType == enclaves.SourceGitHub {
+		// The token is never returned; dockerImage is what the build
+		// pushed (empty until it has).
 		out["githubConnection"] = e.GitHub
+		pc := e.ProviderConfig
+		pc.DockerImage = e.BuiltImage
+		out["providerConfig"] = pc
 	}
 	if e.RegistryUsername != "" {
 		out["registryUsername"] = e.RegistryUsername
@@ -109,7 +117,8 @@ func nilIfEmpty(s string) any {
 }
 
 // createEnclave: POST /api/enclaves. The record is written, then its
-// workflow started; the answer is 202 with the record (PENDING_DEPLOY).
+// workflow started; the answer is 202 with the record (PENDING_DEPLOY,
+// or PENDING_BUILD for a github source).
 func (s *Server) createEnclave(c *gin.Context) {
 	ctx := c.Request.Context()
 	var body enclaves.Create
@@ -122,7 +131,26 @@ func (s *Server) createEnclave(c *gin.Context) {
 		return
 	}
 	id := store.NewEnclaveID()
-	var sealed []byte
+	var sealed, token []byte
+	status := enclaves.PendingDeploy
+	if body.SourceType == enclaves.SourceGitHub {
+		status = enclaves.PendingBuild
+		if !s.deps.Enclaves.Builds {
+			fail(c, errs.Invalidf(`sourceType "github" is not available: no registry to push built images to is configured (enclaves.build_registry)`))
+			return
+		}
+		if body.GitHub.Token != "" {
+			if s.deps.Enclaves.Secrets == nil {
+				fail(c, errs.Invalidf(`githubConnection.token cannot be kept: no key to keep secrets is configured (enclaves.secret_keys); leave it out for a public repository`))
+				return
+			}
+			var err error
+			if token, err = s.deps.Enclaves.Secrets.Seal([]byte(body.GitHub.Token), enclaves.GitHubSecretPurpose(id)); err != nil {
+				fail(c, err)
+				return
+			}
+		}
+	}
 	if body.SourceType == enclaves.SourcePrivateRegistry {
 		sec := s.deps.Enclaves.Secrets
 		if sec == nil {
@@ -136,7 +164,7 @@ func (s *Server) createEnclave(c *gin.Context) {
 		}
 	}
 	account := principal(c).AccountID
-	e, err := s.deps.Store.CreateEnclave(ctx, store.NewEnclave{ID: id, AccountID: account, Create: body, RegistrySecret: sealed, Status: enclaves.PendingDeploy})
+	e, err := s.deps.Store.CreateEnclave(ctx, store.NewEnclave{ID: id, AccountID: account, Create: body, RegistrySecret: sealed, GitHubToken: token, Status: status})
 	if err != nil {
 		fail(c, err)
 		return
@@ -144,8 +172,8 @@ func (s *Server) createEnclave(c *gin.Context) {
 	_, err = s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.EnclaveWorkflowID(id), TaskQueue: workflows.EnclaveQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, enclaves.PendingDeploy),
-	}, workflows.WfEnclave, workflows.EnclaveInput{ID: id, Account: account, Ref: body.ProviderConfig.DockerImage,
+		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, status),
+	}, workflows.WfEnclave, workflows.EnclaveInput{ID: id, Account: account, Ref: body.ProviderConfig.DockerImage, Source: body.SourceType,
 		HeartbeatTimeout: s.deps.Enclaves.HeartbeatTimeout, LogEvery: s.deps.Enclaves.LogEvery})
 	if err != nil {
 		// No lifecycle runs for this record: it says so and can be deleted.
@@ -185,7 +213,7 @@ func (s *Server) patchEnclave(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := body.Validate(); err != nil {
+	if err := body.ValidateFor(e.SourceType); err != nil {
 		fail(c, err)
 		return
 	}

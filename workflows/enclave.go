@@ -44,6 +44,10 @@ type EnclaveInput struct {
 	ID      string
 	Account string
 	Ref     string
+	// Source is the source type; "github" builds the image first
+	// (enclave_build.go). Empty in histories from before builds: a
+	// registry source.
+	Source string
 	// HeartbeatTimeout bounds the provider's long steps between heartbeats
 	// (0: a minute); LogEvery is how often application output is copied
 	// into the enclave's log (0: 5 seconds).
@@ -93,10 +97,16 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	}
 
 	if in.Carried == nil {
-		if err := lc.move(ctx, enclaves.PendingDeploy, "stepfunctions", "deployment queued"); err != nil {
-			return err
+		if lc.builds(ctx) {
+			if lc.build(ctx) {
+				lc.deploy(ctx)
+			}
+		} else {
+			if err := lc.move(ctx, enclaves.PendingDeploy, "stepfunctions", "deployment queued"); err != nil {
+				return err
+			}
+			lc.deploy(ctx)
 		}
-		lc.deploy(ctx)
 	}
 	every := in.LogEvery
 	if every <= 0 {
@@ -143,16 +153,21 @@ type lifecycle struct {
 // with a log entry of typ.
 func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg string) error {
 	from := lc.st.Status
-	if from == "" && to != enclaves.PendingDeploy || from != "" && !enclaves.CanMove(from, to) {
+	first := to == enclaves.PendingDeploy || to == enclaves.PendingBuild
+	if from == "" && !first || from != "" && !enclaves.CanMove(from, to) {
 		return fmt.Errorf("enclave %s: %s → %s is not in the state table", lc.in.ID, from, to)
 	}
 	lc.st.Status = to
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)))
 	logs := []store.EnclaveLog{{Type: "stepfunctions", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("%s → %s", orNone(from), to)}}
-	if typ != "stepfunctions" || msg != "" {
-		logs = append(logs, store.EnclaveLog{Type: typ, Source: "provider/" + enclaves.ProviderLocal, Message: msg})
+	src := "provider/" + enclaves.ProviderLocal
+	if typ == "build" {
+		src = "build"
 	}
-	if to == enclaves.Failed {
+	if typ != "stepfunctions" || msg != "" {
+		logs = append(logs, store.EnclaveLog{Type: typ, Source: src, Message: msg})
+	}
+	if to == enclaves.Failed || to == enclaves.BuildFailed {
 		logs = append(logs, store.EnclaveLog{Type: "errors", Source: "provider/" + enclaves.ProviderLocal, Stream: "stderr", Message: lc.st.ErrorMessage})
 	}
 	return workflow.ExecuteActivity(lc.short, ActEnclaveProject, activities.EnclaveStep{

@@ -31,6 +31,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/pg"
+	"conduit/internal/enclave/build/gittest"
 	"conduit/internal/enclave/local"
 	"conduit/internal/logging"
 	"conduit/worker"
@@ -53,6 +54,10 @@ type Env struct {
 	// Registry is the loopback OCI registry enclaves pull from
 	// ("127.0.0.1:port"); empty when enclaves are off (no bubblewrap).
 	Registry string
+	// Git is the loopback git host github sources are cloned from (real
+	// git repositories served by git http-backend); builds push to
+	// Registry/builds. Nil when enclaves are off.
+	Git *gittest.Server
 
 	mu     sync.Mutex
 	worker *worker.Worker
@@ -268,6 +273,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	// Enclaves on the real local provider, pulling from a loopback
 	// registry, when bubblewrap is here; fast log copies and heartbeats.
 	var reg *local.Registry
+	var git *gittest.Server
 	if _, err := exec.LookPath("bwrap"); err == nil {
 		if reg, err = local.StartRegistry(local.RegistryOptions{}); err != nil {
 			return nil, cleanup, err
@@ -278,6 +284,12 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		cfg.Enclaves.AttestationDir = filepath.Join(dir, "attestation")
 		cfg.Enclaves.LogEvery = 300 * time.Millisecond
 		cfg.Enclaves.HeartbeatTimeout = 5 * time.Second
+		if git, err = gittest.New(filepath.Join(dir, "git")); err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, git.Close)
+		cfg.Enclaves.GitBaseURL = git.URL
+		cfg.Enclaves.BuildRegistry = reg.Host + "/builds"
 	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
@@ -301,6 +313,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	env := &Env{URL: cfg.BaseURL(), HTTP: &http.Client{Timeout: 60 * time.Second}, Platform: p, Config: cfg, Stack: stack, Internet: inet, Studio: studio, Faults: faults, db: db}
 	if reg != nil {
 		env.Registry = reg.Host
+		env.Git = git
 	}
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err

@@ -120,6 +120,8 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if registry != nil {
 		fmt.Fprintf(env.Stdout, "  enclaves      %s/api/enclaves (registry for your images: %s, push with e.g. crane push app.tar %s/app:1)\n",
 			env.Config.BaseURL(), registry.Host, registry.Host)
+		fmt.Fprintf(env.Stdout, "                github sources: cloned from %s, built with the go on PATH, pushed to %s\n",
+			cfg.Enclaves.GitBaseURL, cfg.Enclaves.BuildRegistry)
 	}
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
 }
@@ -300,7 +302,8 @@ func localMedia(cfg *config.Config, dataDir string) error {
 
 // localEnclaves, when enclaves.enabled, keeps the enclaves' files in the
 // data folder and serves an embedded OCI registry on loopback
-// (dev.registry_port; blobs in the data folder) to push images to.
+// (dev.registry_port; blobs in the data folder) to push images to, and
+// that github builds push to (enclaves.build_registry, unless set).
 func localEnclaves(cfg *config.Config, dataDir string) (*local.Registry, error) {
 	if !cfg.Enclaves.Enabled {
 		return nil, nil
@@ -311,8 +314,17 @@ func localEnclaves(cfg *config.Config, dataDir string) (*local.Registry, error) 
 	if !filepath.IsAbs(cfg.Enclaves.AttestationDir) {
 		cfg.Enclaves.AttestationDir = filepath.Join(dataDir, "attestation")
 	}
-	return local.StartRegistry(local.RegistryOptions{
+	reg, err := local.StartRegistry(local.RegistryOptions{
 		Addr:    fmt.Sprintf("127.0.0.1:%d", cfg.Dev.RegistryPort),
 		BlobDir: filepath.Join(dataDir, "registry"),
 	})
+	if err != nil {
+		return nil, err
+	}
+	// github sources are built and pushed to the same registry unless
+	// another is configured.
+	if cfg.Enclaves.BuildRegistry == "" {
+		cfg.Enclaves.BuildRegistry = reg.Host + "/builds"
+	}
+	return reg, nil
 }

@@ -59,6 +59,15 @@ type Enclaves struct {
 	LogRetention time.Duration `mapstructure:"log_retention"`
 	// HeartbeatTimeout bounds the provider's long steps between heartbeats.
 	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
+	// GitBaseURL is the git host github sources are cloned from
+	// (GitBaseURL/owner/name.git); BuildRegistry the repository prefix
+	// built images are pushed under ("host[:port]/path"; empty: github
+	// sources are refused), with optional basic credentials that push and
+	// pull them (docs/enclaves.md, "Building from github").
+	GitBaseURL            string `mapstructure:"git_base_url"`
+	BuildRegistry         string `mapstructure:"build_registry"`
+	BuildRegistryUsername string `mapstructure:"build_registry_username"`
+	BuildRegistryPassword string `mapstructure:"build_registry_password"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -352,36 +361,40 @@ type Log struct {
 // defaults lists every key with its default; viper only maps environment
 // variables onto keys it knows, so every key must appear here.
 var defaults = map[string]any{
-	"http.addr":                   "127.0.0.1:8080",
-	"http.public_url":             "",
-	"http.shutdown_timeout":       "15s",
-	"database.url":                "",
-	"database.max_conns":          20,
-	"temporal.address":            "",
-	"temporal.namespace":          "default",
-	"temporal.pollers":            2,
-	"temporal.render_concurrency": 2,
-	"temporal.stop_timeout":       "10m",
-	"temporal.codec_keys":         "",
-	"enclaves.enabled":            false,
-	"enclaves.data_dir":           ".data/enclaves",
-	"enclaves.attestation_dir":    ".data/attestation",
-	"enclaves.secret_keys":        "",
-	"enclaves.log_every":          "5s",
-	"enclaves.log_retention":      "720h",
-	"enclaves.heartbeat_timeout":  "1m",
-	"dev.data_dir":                ".data",
-	"dev.postgres_port":           54329,
-	"dev.temporal_port":           7233,
-	"dev.temporal_ui_port":        8233,
-	"dev.registry_port":           5050,
-	"dev.install_postgres":        true,
-	"dev.temporal_log":            "off",
-	"log.level":                   "info",
-	"log.format":                  "text",
-	"models.openai.base_url":      "",
-	"models.openai.api_key":       "",
-	"models.openai.timeout":       "120s",
+	"http.addr":                        "127.0.0.1:8080",
+	"http.public_url":                  "",
+	"http.shutdown_timeout":            "15s",
+	"database.url":                     "",
+	"database.max_conns":               20,
+	"temporal.address":                 "",
+	"temporal.namespace":               "default",
+	"temporal.pollers":                 2,
+	"temporal.render_concurrency":      2,
+	"temporal.stop_timeout":            "10m",
+	"temporal.codec_keys":              "",
+	"enclaves.enabled":                 false,
+	"enclaves.data_dir":                ".data/enclaves",
+	"enclaves.attestation_dir":         ".data/attestation",
+	"enclaves.secret_keys":             "",
+	"enclaves.log_every":               "5s",
+	"enclaves.log_retention":           "720h",
+	"enclaves.heartbeat_timeout":       "1m",
+	"enclaves.git_base_url":            "https://github.com",
+	"enclaves.build_registry":          "",
+	"enclaves.build_registry_username": "",
+	"enclaves.build_registry_password": "",
+	"dev.data_dir":                     ".data",
+	"dev.postgres_port":                54329,
+	"dev.temporal_port":                7233,
+	"dev.temporal_ui_port":             8233,
+	"dev.registry_port":                5050,
+	"dev.install_postgres":             true,
+	"dev.temporal_log":                 "off",
+	"log.level":                        "info",
+	"log.format":                       "text",
+	"models.openai.base_url":           "",
+	"models.openai.api_key":            "",
+	"models.openai.timeout":            "120s",
 	"models.catalog": []map[string]any{
 		{"id": "local-echo", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192},
 		{"id": "local-echo-slow", "provider": "local", "prompt_per_1k_usd": "0.0001", "completion_per_1k_usd": "0.0002", "context_tokens": 8192, "token_delay": "25ms"},
@@ -497,6 +510,9 @@ func (c *Config) Validate() error {
 		if _, err := codec.Parse(c.Enclaves.SecretKeys); err != nil {
 			errs = append(errs, fmt.Errorf("enclaves.secret_keys (%s_ENCLAVES_SECRET_KEYS): %v", EnvPrefix, err))
 		}
+	}
+	if u := c.Enclaves.GitBaseURL; u != "" && !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		errs = append(errs, fmt.Errorf("enclaves.git_base_url (%s_ENCLAVES_GIT_BASE_URL) must be an http(s) URL", EnvPrefix))
 	}
 	if c.Temporal.CodecKeys != "" {
 		if _, err := codec.Parse(c.Temporal.CodecKeys); err != nil {

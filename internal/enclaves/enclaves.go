@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"conduit/internal/enclave/build"
 	"conduit/internal/errs"
 )
 
@@ -159,13 +160,17 @@ type Enclave struct {
 	SourceType       string
 	RegistryUsername string
 	GitHub           GitHubConnection
-	Status           Status
-	ErrorMessage     string
-	WalletAddress    string
-	PCRs             map[string]string
-	Endpoint         string
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// BuiltImage is the image a github source's build pushed (by digest),
+	// BuiltCommit the commit it was built from; empty until built.
+	BuiltImage    string
+	BuiltCommit   string
+	Status        Status
+	ErrorMessage  string
+	WalletAddress string
+	PCRs          map[string]string
+	Endpoint      string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Create is what a caller asks for. Secrets are write-only.
@@ -270,7 +275,13 @@ func (c *Create) Validate() error {
 			p.add("registryPassword", "registryUsername and registryPassword are required for a private registry")
 		}
 	case SourceGitHub:
-		p.add("sourceType", `"github" is not available yet: building from a repository is not implemented; push an image and use "registry" or "private-registry"`)
+		if c.RegistryUsername != "" || c.RegistryPassword != "" {
+			p.add("registryUsername", `credentials are for sourceType "private-registry"`)
+		}
+		c.GitHub.validate(&p)
+		if c.ProviderConfig == nil {
+			c.ProviderConfig = &ProviderConfig{}
+		}
 	default:
 		p.add("sourceType", `must be "registry", "private-registry" or "github"`)
 	}
@@ -280,14 +291,54 @@ func (c *Create) Validate() error {
 	if c.ProviderConfig == nil {
 		p.add("providerConfig", "is required (dockerImage, cpuCount, memoryMiB)")
 	} else {
-		c.ProviderConfig.validate(&p, "providerConfig.")
+		c.ProviderConfig.validate(&p, "providerConfig.", c.SourceType)
 	}
 	return p.err()
 }
 
-func (pc *ProviderConfig) validate(p *problems, prefix string) {
+// MaxGitHubUsername and MaxGitHubToken bound a github connection.
+const (
+	MaxGitHubUsername = 100
+	MaxGitHubToken    = 1000
+	DefaultBranch     = "main"
+)
+
+// validate checks a github connection and fills the default branch
+// (main). githubConnection is required for a github source.
+func (g *GitHubCreate) validate(p *problems) {
+	if g == nil {
+		p.add("githubConnection", `is required for sourceType "github" (selectedRepo "owner/name", selectedBranch, username, token)`)
+		return
+	}
+	g.SelectedRepo = strings.TrimSpace(g.SelectedRepo)
+	g.SelectedBranch = strings.TrimSpace(g.SelectedBranch)
+	g.Username = strings.TrimSpace(g.Username)
+	if g.SelectedRepo == "" {
+		p.add("githubConnection.selectedRepo", `is required ("owner/name")`)
+	} else if why := build.ValidRepo(g.SelectedRepo); why != "" {
+		p.add("githubConnection.selectedRepo", why)
+	}
+	if g.SelectedBranch == "" {
+		g.SelectedBranch = DefaultBranch
+	}
+	if why := build.ValidBranch(g.SelectedBranch); why != "" {
+		p.add("githubConnection.selectedBranch", "is not a branch name: "+why)
+	}
+	if len(g.Username) > MaxGitHubUsername || strings.ContainsAny(g.Username, " :/\t\n") {
+		p.add("githubConnection.username", fmt.Sprintf("must be a user name of at most %d characters, without spaces, \":\" or \"/\"", MaxGitHubUsername))
+	}
+	if len(g.Token) > MaxGitHubToken || strings.ContainsAny(g.Token, " \t\r\n") {
+		p.add("githubConnection.token", fmt.Sprintf("must be a token of at most %d characters, without spaces", MaxGitHubToken))
+	}
+}
+
+func (pc *ProviderConfig) validate(p *problems, prefix, source string) {
 	pc.DockerImage = strings.TrimSpace(pc.DockerImage)
-	if pc.DockerImage == "" {
+	if source == SourceGitHub {
+		if pc.DockerImage != "" {
+			p.add(prefix+"dockerImage", `is set by the build for sourceType "github"; leave it out`)
+		}
+	} else if pc.DockerImage == "" {
 		p.add(prefix+"dockerImage", "is required")
 	} else if !validRef(pc.DockerImage) {
 		p.add(prefix+"dockerImage", "is not an image reference (registry/name:tag or registry/name@sha256:…)")
@@ -317,8 +368,12 @@ func validRef(s string) bool {
 	return err == nil
 }
 
-// Validate checks a patch.
-func (pt *Patch) Validate() error {
+// Validate checks a patch of a registry-sourced enclave.
+func (pt *Patch) Validate() error { return pt.ValidateFor(SourceRegistry) }
+
+// ValidateFor checks a patch of an enclave of the source type (a github
+// source's providerConfig has no dockerImage: the build sets it).
+func (pt *Patch) ValidateFor(source string) error {
 	var p problems
 	if pt.Name == nil && pt.Description == nil && pt.ProviderConfig == nil {
 		p.add("body", "nothing to change: send name, description or providerConfig")
@@ -334,7 +389,7 @@ func (pt *Patch) Validate() error {
 		p.add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
 	}
 	if pt.ProviderConfig != nil {
-		pt.ProviderConfig.validate(&p, "providerConfig.")
+		pt.ProviderConfig.validate(&p, "providerConfig.", source)
 	}
 	return p.err()
 }
@@ -375,3 +430,7 @@ func LogGroup(id, typ string) string { return "/conduit/enclaves/" + id + "/" + 
 
 // SecretPurpose binds a sealed registry secret to its enclave.
 func SecretPurpose(id string) string { return "enclave/" + id + "/registry" }
+
+// GitHubSecretPurpose binds a sealed github token to its enclave (a
+// registry secret cannot be opened as a token, nor the other way round).
+func GitHubSecretPurpose(id string) string { return "enclave/" + id + "/github" }

@@ -13,7 +13,7 @@ import (
 
 const enclaveCols = `id, account_id, name, description, provider_id, region, provider_config, source_type,
 	registry_username, github_connected, github_username, github_repo, github_branch,
-	status, error_message, wallet_address, pcrs, endpoint, created_at, updated_at`
+	built_image, built_commit, status, error_message, wallet_address, pcrs, endpoint, created_at, updated_at`
 
 func scanEnclave(row pgx.Row) (enclaves.Enclave, error) {
 	var e enclaves.Enclave
@@ -21,7 +21,7 @@ func scanEnclave(row pgx.Row) (enclaves.Enclave, error) {
 	var status string
 	err := row.Scan(&e.ID, &e.AccountID, &e.Name, &e.Description, &e.ProviderID, &e.Region, &cfg, &e.SourceType,
 		&e.RegistryUsername, &e.GitHub.IsConnected, &e.GitHub.Username, &e.GitHub.SelectedRepo, &e.GitHub.SelectedBranch,
-		&status, &e.ErrorMessage, &e.WalletAddress, &pcrs, &e.Endpoint, &e.CreatedAt, &e.UpdatedAt)
+		&e.BuiltImage, &e.BuiltCommit, &status, &e.ErrorMessage, &e.WalletAddress, &pcrs, &e.Endpoint, &e.CreatedAt, &e.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -34,12 +34,14 @@ func scanEnclave(row pgx.Row) (enclaves.Enclave, error) {
 	return e, nil
 }
 
-// NewEnclave is a record to create; RegistrySecret is already sealed.
+// NewEnclave is a record to create; RegistrySecret and GitHubToken are
+// already sealed.
 type NewEnclave struct {
 	ID             string
 	AccountID      string
 	Create         enclaves.Create
 	RegistrySecret []byte
+	GitHubToken    []byte
 	Status         enclaves.Status
 }
 
@@ -51,12 +53,18 @@ func NewEnclaveID() string { return NewID("enc") }
 func (s *Store) CreateEnclave(ctx context.Context, n NewEnclave) (enclaves.Enclave, error) {
 	c := n.Create
 	cfg, _ := json.Marshal(c.ProviderConfig)
+	var gh enclaves.GitHubCreate
+	if c.GitHub != nil {
+		gh = *c.GitHub
+	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO enclaves (id, account_id, name, description, provider_id, region, provider_config, source_type,
-			registry_username, registry_secret, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
+			registry_username, registry_secret, status,
+			github_connected, github_username, github_repo, github_branch, github_token)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
 		n.ID, n.AccountID, c.Name, c.Description, c.ProviderID, c.Region, cfg, c.SourceType,
-		c.RegistryUsername, n.RegistrySecret, string(n.Status))
+		c.RegistryUsername, n.RegistrySecret, string(n.Status),
+		len(n.GitHubToken) > 0, gh.Username, gh.SelectedRepo, gh.SelectedBranch, n.GitHubToken)
 	if err != nil {
 		return enclaves.Enclave{}, err
 	}
@@ -76,6 +84,26 @@ func (s *Store) EnclaveSecret(ctx context.Context, id string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return b, err
+}
+
+// EnclaveGitHubToken reads an enclave's sealed github token (nil: none).
+func (s *Store) EnclaveGitHubToken(ctx context.Context, id string) ([]byte, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT github_token FROM enclaves WHERE id = $1`, id).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return b, err
+}
+
+// SetEnclaveBuild records the image a github source's build pushed and
+// the commit it was built from (a rebuild overwrites them).
+func (s *Store) SetEnclaveBuild(ctx context.Context, id, image, commit string) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE enclaves SET built_image = $2, built_commit = $3, updated_at = now() WHERE id = $1`, id, image, commit)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return err
 }
 
 // Enclaves lists the account's enclaves, oldest first.

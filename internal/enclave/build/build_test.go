@@ -308,7 +308,7 @@ func TestBuildFailuresAreSorted(t *testing.T) {
 func TestBuildWithAToken(t *testing.T) {
 	git, _, b := setup(t)
 	git.Commit(t, "acme/private", "main", map[string]string{"go.mod": goMod, "main.go": helloMain})
-	git.RequireAuth("octocat", "s3cret-token")
+	git.RequireAuth("acme/private", "octocat", "s3cret-token")
 	ctx := context.Background()
 	req := build.Request{ID: "enc_1", Repo: "acme/private", Branch: "main"}
 	if _, err := b.Build(ctx, req, nil); !enclave.IsPermanent(err) || !strings.Contains(err.Error(), "asks for credentials") {

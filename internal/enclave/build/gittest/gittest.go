@@ -5,6 +5,8 @@
 package gittest
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cgi"
@@ -24,63 +26,78 @@ type Server struct {
 	work string // their working copies
 	srv  *httptest.Server
 
-	mu         sync.Mutex
-	fail       int
-	user, pass string
-	requests   int
+	mu       sync.Mutex
+	fail     int
+	auth     map[string][2]string // repository → user, password
+	requests int
 }
 
 // Start serves an empty git host until the test ends. It fails the test
 // when git (and its http-backend) is missing: the build's tests need it.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New serves an empty git host keeping its repositories in dir, until
+// Close. It fails when git (and its http-backend) is missing.
+func New(dir string) (*Server, error) {
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		t.Fatal("git is required by these tests (apt-get install git)")
+		return nil, errors.New("git is required (apt-get install git)")
 	}
 	out, err := exec.Command(gitBin, "--exec-path").Output()
 	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
+		return nil, fmt.Errorf("git --exec-path: %v", err)
 	}
 	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
 	if _, err := os.Stat(backend); err != nil {
-		t.Fatalf("git http-backend is required by these tests: %v", err)
+		return nil, fmt.Errorf("git http-backend is required: %v", err)
 	}
-	dir := t.TempDir()
 	s := &Server{root: filepath.Join(dir, "repos"), work: filepath.Join(dir, "work")}
 	for _, d := range []string{s.root, s.work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + s.root, "GIT_HTTP_EXPORT_ALL=1"}, Stderr: io.Discard}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests++
-		fail, user, pass := s.fail, s.user, s.pass
+		fail := s.fail
+		owner, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		name, _, _ := strings.Cut(rest, "/")
+		creds, private := s.auth[owner+"/"+strings.TrimSuffix(name, ".git")]
 		s.mu.Unlock()
 		if fail != 0 {
 			http.Error(w, "the git host is failing", fail)
 			return
 		}
-		if user != "" || pass != "" {
+		if private {
 			u, p, ok := r.BasicAuth()
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 				http.Error(w, "credentials required", http.StatusUnauthorized)
 				return
 			}
-			if u != user || p != pass {
+			if u != creds[0] || p != creds[1] {
 				http.Error(w, "credentials refused", http.StatusForbidden)
 				return
 			}
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL
-	return s
+	return s, nil
 }
+
+// Close stops serving.
+func (s *Server) Close() { s.srv.Close() }
 
 // Fail makes every request answer status (0: serve again).
 func (s *Server) Fail(status int) {
@@ -89,12 +106,15 @@ func (s *Server) Fail(status int) {
 	s.fail = status
 }
 
-// RequireAuth makes every request need basic credentials user:pass
-// (missing: 401, wrong: 403); empty both: open again.
-func (s *Server) RequireAuth(user, pass string) {
+// RequireAuth makes repository "owner/name" private: every request for
+// it needs basic credentials user:pass (missing: 401, wrong: 403).
+func (s *Server) RequireAuth(repo, user, pass string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.user, s.pass = user, pass
+	if s.auth == nil {
+		s.auth = map[string][2]string{}
+	}
+	s.auth[repo] = [2]string{user, pass}
 }
 
 // Path is the bare repository of "owner/name" on disk (a test may push

@@ -1,0 +1,72 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"conduit/activities"
+	"conduit/internal/enclaves"
+)
+
+// ChangeGitHubBuild versions the build phase github sources go through
+// before deployment (registry sources never reach it).
+const ChangeGitHubBuild = "enclave-github-build"
+
+// builds says whether this enclave's image is built first: a github
+// source, in a workflow that knows builds.
+func (lc *lifecycle) builds(ctx workflow.Context) bool {
+	if lc.in.Source != enclaves.SourceGitHub {
+		return false
+	}
+	return workflow.GetVersion(ctx, ChangeGitHubBuild, workflow.DefaultVersion, 1) == 1
+}
+
+// build runs a github source's build: PENDING_BUILD → BUILDING →
+// PENDING_DEPLOY with the pushed image, or BUILD_FAILED with the reason.
+// It answers whether to deploy. A terminate cancels a build under way
+// (the deployment step that follows would not run anyway); a failed
+// build waits here for its terminate, without timers.
+func (lc *lifecycle) build(ctx workflow.Context) (deploy bool) {
+	defer func() {
+		if !deploy {
+			lc.deploying = false // nothing will be deployed: terminate may go on
+		}
+	}()
+	if err := lc.move(ctx, enclaves.PendingBuild, "stepfunctions", "build queued"); err != nil {
+		lc.fail(ctx, "the enclave's record could not be written: "+err.Error())
+		return false
+	}
+	if lc.terminating {
+		return false
+	}
+	if err := lc.move(ctx, enclaves.Building, "build", "building the Go program of the repository's branch into an image"); err != nil {
+		lc.fail(ctx, "the enclave's record could not be written: "+err.Error())
+		return false
+	}
+	bctx, cancel := workflow.WithCancel(lc.long)
+	defer cancel()
+	f := workflow.ExecuteActivity(bctx, ActEnclaveBuild, lc.in.ID)
+	if err := workflow.Await(ctx, func() bool { return f.IsReady() || lc.terminating }); err != nil {
+		return false
+	}
+	if lc.terminating {
+		return false
+	}
+	var built activities.Built
+	if err := f.Get(ctx, &built); err != nil {
+		lc.st.ErrorMessage = "the build failed: " + cause(err)
+		if err := lc.move(ctx, enclaves.BuildFailed, "build", lc.st.ErrorMessage); err != nil {
+			workflow.GetLogger(ctx).Error("recording the failed build failed", "err", err)
+		}
+		lc.deploying = false
+		_ = workflow.Await(ctx, func() bool { return lc.terminating })
+		return false
+	}
+	lc.in.Ref = built.Image
+	if err := lc.move(ctx, enclaves.PendingDeploy, "build", fmt.Sprintf("built %s (%s) from commit %s", built.Image, built.Binary, built.Commit)); err != nil {
+		lc.fail(ctx, "the enclave's record could not be written: "+err.Error())
+		return false
+	}
+	return true
+}
