@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	commonpb "go.temporal.io/api/common/v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -289,5 +291,111 @@ func TestEnclaveGitHubBadInput(t *testing.T) {
 	}
 	if l := wantStatus(t, do(t, "GET", "/api/enclaves", key, nil), http.StatusOK); len(l["enclaves"].([]any)) != 0 {
 		t.Fatalf("bad input wrote %v", l)
+	}
+}
+
+// A worker stopped mid-build: the build runs again on the next worker and
+// pushes the same image (same commit, same digest), so there is one image
+// and one deployment.
+func TestEnclaveGitHubBuildSurvivesWorkerRestart(t *testing.T) {
+	env.RequireEnclaves(t)
+	repo := "octo/restart-" + strings.ToLower(t.Name()[4:])
+	commit := env.Git.Commit(t, repo, "main", map[string]string{"go.mod": "module example.com/r\n\ngo 1.22\n", "main.go": githubApp})
+	_, key := env.NewAccount(t)
+	env.StopWorker()
+	id := wantStatus(t, do(t, "POST", "/api/enclaves", key, githubBody(repo, "", "")), http.StatusAccepted)["id"].(string)
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for st := ""; st != "BUILDING" && time.Now().Before(deadline); {
+		st = wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)["status"].(string)
+		time.Sleep(10 * time.Millisecond)
+	}
+	env.StopWorker()
+	time.Sleep(time.Second)
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	e := waitEnclave(t, key, id, "DEPLOYED", 3*time.Minute)
+	steps := logText(t, key, id, "stepfunctions")
+	if strings.Count(steps, "BUILDING → PENDING_DEPLOY") != 1 || strings.Count(steps, "DEPLOYING → DEPLOYED") != 1 {
+		t.Fatalf("transitions:\n%s", steps)
+	}
+	// One image: the repository's only tag is the commit, and it is the
+	// image deployed.
+	r, err := name.NewRepository(env.Registry + "/builds/" + repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := remote.List(r)
+	if err != nil || len(tags) != 1 || tags[0] != commit {
+		t.Fatalf("tags %v %v", tags, err)
+	}
+	d, err := remote.Head(r.Tag(commit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if image := e["providerConfig"].(map[string]any)["dockerImage"]; image != r.Digest(d.Digest.String()).String() {
+		t.Fatalf("deployed %v, tagged %s", image, d.Digest)
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
+}
+
+// A terminate before the build, or during it (the build retrying a
+// failing git host), ends it: the enclave is destroyed and nothing is
+// deployed.
+func TestEnclaveGitHubTerminateWhileBuilding(t *testing.T) {
+	env.RequireEnclaves(t)
+	repo := "octo/early-" + strings.ToLower(t.Name()[4:])
+	env.Git.Commit(t, repo, "main", map[string]string{"go.mod": "module example.com/e\n\ngo 1.22\n", "main.go": githubApp})
+	_, key := env.NewAccount(t)
+	env.StopWorker()
+	defer func() {
+		if err := env.StartWorker(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	id := wantStatus(t, do(t, "POST", "/api/enclaves", key, githubBody(repo, "", "")), http.StatusAccepted)["id"].(string)
+	// The terminate is accepted while the build is queued; it answers once
+	// the enclave is destroyed, which needs a worker.
+	done := make(chan map[string]any, 1)
+	go func() {
+		r := do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil)
+		done <- map[string]any{"status": r.Status, "body": string(r.Body)}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r["status"] != http.StatusOK || !strings.Contains(r["body"].(string), `"DESTROYED"`) {
+		t.Fatalf("terminate: %v", r)
+	}
+	steps := logText(t, key, id, "stepfunctions")
+	if strings.Contains(steps, "DEPLOYING") || !strings.Contains(steps, "→ PENDING_DESTROY") {
+		t.Fatalf("transitions:\n%s", steps)
+	}
+	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
+
+	// While the build retries a failing git host, a terminate cancels it.
+	env.Git.Fail(http.StatusBadGateway)
+	defer env.Git.Fail(0)
+	id = wantStatus(t, do(t, "POST", "/api/enclaves", key, githubBody(repo, "", "")), http.StatusAccepted)["id"].(string)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(logText(t, key, id, "build"), "answered 502") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the build did not meet the failing host:\n%s", logText(t, key, id, "build"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK); e["status"] != "BUILDING" {
+		t.Fatalf("while the host fails: %v", e)
+	}
+	if r := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK); r["status"] != "DESTROYED" {
+		t.Fatalf("terminate while building: %v", r)
+	}
+	if steps := logText(t, key, id, "stepfunctions"); !strings.Contains(steps, "BUILDING → PENDING_DESTROY") || strings.Contains(steps, "DEPLOYING") {
+		t.Fatalf("transitions:\n%s", steps)
 	}
 }
