@@ -73,7 +73,47 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	gh := Create{Name: "a", SourceType: "github", ProviderConfig: &ProviderConfig{DockerImage: "r.example/a:1"}}
-	if err := gh.Validate(); !strings.Contains(err.Error(), "not available yet") {
+	if err := gh.Validate(); !strings.Contains(err.Error(), "githubConnection: is required") || !strings.Contains(err.Error(), "providerConfig.dockerImage: is set by the build") {
 		t.Fatalf("github: %v", err)
+	}
+}
+
+func TestValidateGitHub(t *testing.T) {
+	// The defaults: branch main, providerConfig without an image.
+	c := Create{Name: "a", SourceType: "github", GitHub: &GitHubCreate{SelectedRepo: " octo/app ", Token: "t0ken"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.GitHub.SelectedRepo != "octo/app" || c.GitHub.SelectedBranch != "main" || c.ProviderConfig == nil ||
+		c.ProviderConfig.DockerImage != "" || c.ProviderConfig.CPUCount != 1 || c.ProviderConfig.MemoryMiB != 256 {
+		t.Fatalf("defaults: %+v %+v", c.GitHub, c.ProviderConfig)
+	}
+	for field, g := range map[string]GitHubCreate{
+		"githubConnection.selectedRepo":   {SelectedRepo: ""},
+		"githubConnection.selectedBranch": {SelectedRepo: "a/b", SelectedBranch: "-x"},
+		"githubConnection.username":       {SelectedRepo: "a/b", Username: "a:b"},
+		"githubConnection.token":          {SelectedRepo: "a/b", Token: "a b"},
+	} {
+		c := Create{Name: "a", SourceType: "github", GitHub: &g}
+		err := c.Validate()
+		e, _ := errs.As(err)
+		if e == nil || !strings.Contains(err.Error(), field+":") {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+	reg := Create{Name: "a", GitHub: &GitHubCreate{SelectedRepo: "a/b"}, ProviderConfig: &ProviderConfig{DockerImage: "r.example/a:1"}}
+	if err := reg.Validate(); err == nil || !strings.Contains(err.Error(), "githubConnection: is only for") {
+		t.Fatalf("a registry source with a github connection: %v", err)
+	}
+	// A github source's patch may not name an image; a registry one must.
+	img := "r.example/a:1"
+	if err := (&Patch{ProviderConfig: &ProviderConfig{DockerImage: img}}).ValidateFor(SourceGitHub); err == nil {
+		t.Fatal("a github patch set the image")
+	}
+	if err := (&Patch{ProviderConfig: &ProviderConfig{CPUCount: 2}}).ValidateFor(SourceGitHub); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Patch{ProviderConfig: &ProviderConfig{CPUCount: 2}}).Validate(); err == nil {
+		t.Fatal("a registry patch without an image")
 	}
 }
