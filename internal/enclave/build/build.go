@@ -180,6 +180,9 @@ func (b *Builder) Build(ctx context.Context, req Request, log Log) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
+	if err := localReplaces(src); err != nil {
+		return Result{}, perm("%v", err)
+	}
 	pkg, name, err := mainPackage(src)
 	if err != nil {
 		return Result{}, perm("%v", err)

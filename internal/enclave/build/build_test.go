@@ -365,6 +365,27 @@ func TestBuildRefusesLinksOutOfTheRepository(t *testing.T) {
 	}
 }
 
+// A replace directive naming a directory outside the checkout is refused;
+// one inside it builds.
+func TestBuildRefusesReplacesOutOfTheRepository(t *testing.T) {
+	git, _, b := setup(t)
+	git.Commit(t, "acme/rep", "main", map[string]string{
+		"go.mod":       goMod + "\nrequire example.com/greet v0.0.0\n\nreplace example.com/greet => ./greet\n",
+		"greet/go.mod": "module example.com/greet\n\ngo 1.22\n",
+		"greet/g.go":   "package greet\n\nconst Hi = \"hi\"\n",
+		"main.go":      "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/greet\"\n)\n\nfunc main() { fmt.Println(greet.Hi) }\n",
+	})
+	req := build.Request{ID: "enc_1", Repo: "acme/rep", Branch: "main"}
+	if _, err := b.Build(context.Background(), req, nil); err != nil {
+		t.Fatalf("a replace inside: %v", err)
+	}
+	git.Commit(t, "acme/rep", "main", map[string]string{"greet/go.mod": "module example.com/greet\n\ngo 1.22\n\nreplace example.com/x => ../../../outside\n"})
+	_, err := b.Build(context.Background(), req, nil)
+	if !enclave.IsPermanent(err) || !strings.Contains(err.Error(), "greet/go.mod replaces example.com/x with ../../../outside, a directory outside the repository") {
+		t.Fatalf("a replace out: %v", err)
+	}
+}
+
 func TestValidNames(t *testing.T) {
 	for _, r := range []string{"a/b", "Acme-Co/my.repo_1"} {
 		if why := build.ValidRepo(r); why != "" {

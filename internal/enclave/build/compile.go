@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"go/build"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"golang.org/x/mod/modfile"
 
 	"conduit/internal/enclave"
 )
@@ -52,6 +55,39 @@ func mainPackage(src string) (string, string, error) {
 		return "", "", errors.New("no main package: the repository's root is not a Go main package (linux/amd64, no cgo), nor is there one under cmd/")
 	}
 	return "", "", fmt.Errorf("more than one main package under cmd/ (%s) and none at the root: keep one", strings.Join(found, ", "))
+}
+
+// localReplaces refuses a go.mod anywhere in the checkout whose replace
+// directives name a directory outside it: the go command would compile
+// (and quote in its errors) files of the worker's host.
+func localReplaces(src string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "go.mod" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		f, err := modfile.Parse(rel, data, nil)
+		if err != nil {
+			return nil // the go command reports it, in the build logs
+		}
+		for _, r := range f.Replace {
+			if r.New.Version != "" {
+				continue // a module, not a directory
+			}
+			to := r.New.Path
+			if !filepath.IsAbs(to) {
+				to = filepath.Join(filepath.Dir(path), to)
+			}
+			if in, err := filepath.Rel(src, to); err != nil || in == ".." || strings.HasPrefix(in, ".."+string(filepath.Separator)) {
+				return fmt.Errorf("%s replaces %s with %s, a directory outside the repository", rel, r.Old.Path, r.New.Path)
+			}
+		}
+		return nil
+	})
 }
 
 // goEnv is the go command's environment: the worker's PATH, HOME, TMPDIR,
