@@ -78,5 +78,6 @@ func (p *Platform) enclaveFrontend() frontend.Enclaves {
 		return frontend.Enclaves{}
 	}
 	c := p.Config.Enclaves
-	return frontend.Enclaves{Enabled: true, Secrets: p.Enclaves.Secrets, LogEvery: c.LogEvery, HeartbeatTimeout: c.HeartbeatTimeout}
+	return frontend.Enclaves{Enabled: true, Secrets: p.Enclaves.Secrets, LogEvery: c.LogEvery, HeartbeatTimeout: c.HeartbeatTimeout,
+		RetryMax: c.RetryMax, GiveUpAfter: c.GiveUpAfter}
 }

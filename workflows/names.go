@@ -42,4 +42,5 @@ const (
 	ActEnclaveResume    = "EnclaveResume"
 	ActEnclaveTerminate = "EnclaveTerminate"
 	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
+	ActEnclaveWatch     = "EnclaveWatch"
 )

@@ -279,6 +279,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		cfg.Enclaves.LogEvery = 300 * time.Millisecond
 		cfg.Enclaves.HeartbeatTimeout = 5 * time.Second
 	}
+	cfg.Admin.Token = AdminToken
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {

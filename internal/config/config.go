@@ -38,6 +38,14 @@ type Config struct {
 	OAuth    OAuth    `mapstructure:"oauth"`
 	SignIn   SignIn   `mapstructure:"signin"`
 	Enclaves Enclaves `mapstructure:"enclaves"`
+	Admin    Admin    `mapstructure:"admin"`
+}
+
+// Admin configures the operator routes under /admin (docs/operations.md).
+type Admin struct {
+	// Token is the bearer secret of the operator routes; empty turns them
+	// off (404).
+	Token string `mapstructure:"token"`
 }
 
 // Enclaves configures the enclave lifecycle (docs/enclaves.md). Off by
@@ -59,6 +67,12 @@ type Enclaves struct {
 	LogRetention time.Duration `mapstructure:"log_retention"`
 	// HeartbeatTimeout bounds the provider's long steps between heartbeats.
 	HeartbeatTimeout time.Duration `mapstructure:"heartbeat_timeout"`
+	// RetryMax is the longest wait between attempts of a build or
+	// deployment step that failed transiently (a registry down);
+	// GiveUpAfter is how long such a step is retried before the enclave
+	// fails. `conduit enclave resume` retries at once.
+	RetryMax    time.Duration `mapstructure:"retry_max"`
+	GiveUpAfter time.Duration `mapstructure:"give_up_after"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -370,6 +384,9 @@ var defaults = map[string]any{
 	"enclaves.log_every":          "5s",
 	"enclaves.log_retention":      "720h",
 	"enclaves.heartbeat_timeout":  "1m",
+	"enclaves.retry_max":          "5m",
+	"enclaves.give_up_after":      "24h",
+	"admin.token":                 "",
 	"dev.data_dir":                ".data",
 	"dev.postgres_port":           54329,
 	"dev.temporal_port":           7233,
