@@ -39,11 +39,12 @@ type EnclaveStep struct {
 
 // Project writes the workflow's view of the enclave and its lifecycle log
 // entries.
+// The entries go first: whoever sees the new status finds its log.
 func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
-	if err := e.Store.ProjectEnclave(ctx, s.Projection); err != nil {
+	if err := e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs); err != nil {
 		return err
 	}
-	return e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs)
+	return e.Store.ProjectEnclave(ctx, s.Projection)
 }
 
 // Prepared is a measured image and how the record says to run it.

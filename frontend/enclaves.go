@@ -296,10 +296,22 @@ func (s *Server) enclaveLogs(c *gin.Context) {
 		}
 		limit = n
 	}
-	logs, err := s.deps.Store.EnclaveLogs(c.Request.Context(), e.ID, typ, limit)
-	if err != nil {
-		fail(c, err)
-		return
+	var logs []enclaves.LogEntry
+	var err error
+	if typ != "stepfunctions" {
+		if logs, err = s.deps.Store.EnclaveLogs(c.Request.Context(), e.ID, typ, limit); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	if typ == "stepfunctions" || typ == "all" {
+		steps, err := enclaveops.History(c.Request.Context(), s.deps.Temporal, e.ID)
+		if err != nil {
+			logging.From(c.Request.Context()).Error("reading an enclave's history failed", "enclave", e.ID, "err", err)
+			fail(c, errorf(http.StatusServiceUnavailable, "the enclave's lifecycle history could not be read now; try again shortly"))
+			return
+		}
+		logs = enclaves.Newest(append(logs, steps...), limit)
 	}
 	if logs == nil {
 		logs = []enclaves.LogEntry{}

@@ -200,3 +200,26 @@ func TestEnclaveStuckDeploymentCanBeTerminated(t *testing.T) {
 	}
 	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
 }
+
+// An application that ends on its own (here: over its memory limit) fails
+// the enclave with the reason; its last output is in the log.
+func TestEnclaveApplicationExitFailsIt(t *testing.T) {
+	ref := env.PushEnclaveApp(t, "exit/echo", "v1")
+	_, key := env.NewAccount(t)
+	id := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)["id"].(string)
+	e := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	_, _ = getText(t, "http://"+e["endpoint"].(string)+"/alloc?mib=1024") // 128 MiB allowed
+	e = waitEnclave(t, key, id, "FAILED", time.Minute)
+	if msg, _ := e["error_message"].(string); !strings.Contains(msg, "the application exited") {
+		t.Fatalf("failed record: %v", e)
+	}
+	logs := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=application&limit=1000", key, nil), http.StatusOK)["logs"].([]any)
+	found := false
+	for _, l := range logs {
+		found = found || strings.Contains(l.(map[string]any)["message"].(string), "allocating 1024 MiB")
+	}
+	if !found {
+		t.Fatalf("the application's last output is not in the log: %v", logs)
+	}
+	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
+}

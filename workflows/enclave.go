@@ -202,7 +202,9 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 	} else {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)))
 	}
-	logs := []store.EnclaveLog{{Type: "stepfunctions", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("%s → %s", orNone(from), to)}}
+	// The transition is an ecs entry; the stepfunctions log is this
+	// workflow's history, read from Temporal (enclaveops.History).
+	logs := []store.EnclaveLog{{Type: "ecs", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("status %s → %s", orNone(from), to)}}
 	if typ != "stepfunctions" || msg != "" {
 		logs = append(logs, store.EnclaveLog{Type: typ, Source: "provider/" + enclaves.ProviderLocal, Message: msg})
 	}

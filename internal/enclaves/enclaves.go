@@ -7,6 +7,7 @@ package enclaves
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -385,6 +386,16 @@ type LogEntry struct {
 	Stream    string    `json:"stream"`
 	LogGroup  string    `json:"logGroup"`
 	Type      string    `json:"type"`
+}
+
+// Newest orders entries by time and keeps the newest limit of them,
+// oldest first.
+func Newest(l []LogEntry, limit int) []LogEntry {
+	slices.SortStableFunc(l, func(a, b LogEntry) int { return a.Timestamp.Compare(b.Timestamp) })
+	if len(l) > limit {
+		l = l[len(l)-limit:]
+	}
+	return l
 }
 
 // LogGroup is the group an enclave's entries of a type are in.

@@ -196,11 +196,12 @@ func (s *Store) LastAppSeq(ctx context.Context, id string) (int64, error) {
 }
 
 // EnclaveLogs lists the newest limit entries of a type ("all": every
-// type), oldest first.
+// type kept here — stepfunctions entries are read from Temporal), oldest
+// first.
 func (s *Store) EnclaveLogs(ctx context.Context, id, typ string, limit int) ([]enclaves.LogEntry, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT at, message, source, stream, log_group, type FROM (
-			SELECT * FROM enclave_logs WHERE enclave_id = $1 AND ($2 = 'all' OR type = $2)
+			SELECT * FROM enclave_logs WHERE enclave_id = $1 AND ($2 = 'all' AND type <> 'stepfunctions' OR type = $2)
 			ORDER BY seq DESC LIMIT $3) t ORDER BY seq`, id, typ, limit)
 	if err != nil {
 		return nil, err
