@@ -86,7 +86,7 @@ func (e *Enclaves) Build(ctx context.Context, id string) (Built, error) {
 	stop()
 	out.flush(context.WithoutCancel(ctx))
 	if err != nil {
-		return Built{}, interrupted(ctx, err)
+		return Built{}, e.noteFailure(ctx, id, interrupted(ctx, err))
 	}
 	if err := e.Store.SetEnclaveBuild(ctx, id, res.Image, res.Commit); err != nil {
 		return Built{}, err

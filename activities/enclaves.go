@@ -46,11 +46,12 @@ type EnclaveStep struct {
 
 // Project writes the workflow's view of the enclave and its lifecycle log
 // entries.
+// The entries go first: whoever sees the new status finds its log.
 func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
-	if err := e.Store.ProjectEnclave(ctx, s.Projection); err != nil {
+	if err := e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs); err != nil {
 		return err
 	}
-	return e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs)
+	return e.Store.ProjectEnclave(ctx, s.Projection)
 }
 
 // Prepared is a measured image and how the record says to run it.
@@ -93,7 +94,7 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 	stop := heartbeat(ctx)
 	defer stop()
 	img, err := e.Provider.Prepare(ctx, id, src)
-	return Prepared{Image: img, Config: cfg}, interrupted(ctx, err)
+	return Prepared{Image: img, Config: cfg}, e.noteFailure(ctx, id, interrupted(ctx, err))
 }
 
 // interrupted keeps a step the worker abandoned (stopped, timed out)
@@ -117,7 +118,20 @@ func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance
 	stop := heartbeat(ctx)
 	defer stop()
 	inst, err := e.Provider.Deploy(ctx, in.ID, in.Image, in.Config)
-	return inst, interrupted(ctx, err)
+	return inst, e.noteFailure(ctx, in.ID, interrupted(ctx, err))
+}
+
+// noteFailure records a failed attempt that will be retried on the
+// enclave's record, so the API shows why it is still deploying.
+func (e *Enclaves) noteFailure(ctx context.Context, id string, err error) error {
+	if err == nil || enclave.IsPermanent(err) {
+		return err
+	}
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	if nerr := e.Store.NoteEnclaveFailure(context.WithoutCancel(ctx), id, attempt, err.Error()); nerr != nil {
+		activity.GetLogger(ctx).Warn("noting an enclave's failed attempt failed", "err", nerr)
+	}
+	return err
 }
 
 // Pause freezes the instance.
@@ -152,6 +166,23 @@ func (e *Enclaves) CopyLogs(ctx context.Context, id string) (int, error) {
 		out = append(out, store.EnclaveLog{Type: "application", Source: "enclave/" + id, Stream: string(l.Stream), Message: l.Text, At: l.Time, AppSeq: &seq})
 	}
 	return len(lines), e.Store.AppendEnclaveLogs(ctx, id, out)
+}
+
+// Watched is what EnclaveWatch saw: the lines copied and the instance's
+// state at the provider.
+type Watched struct {
+	Copied int
+	Status enclave.Status
+}
+
+// Watch copies new application output and reports the instance's state.
+func (e *Enclaves) Watch(ctx context.Context, id string) (Watched, error) {
+	n, err := e.CopyLogs(ctx, id)
+	if err != nil {
+		return Watched{}, err
+	}
+	st, err := e.Provider.Status(ctx, id)
+	return Watched{Copied: n, Status: st}, err
 }
 
 // prune drops log entries older than Retention, at most once an hour.

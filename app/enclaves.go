@@ -98,5 +98,5 @@ func (p *Platform) enclaveFrontend() frontend.Enclaves {
 	}
 	c := p.Config.Enclaves
 	return frontend.Enclaves{Enabled: true, Secrets: p.Enclaves.Secrets, LogEvery: c.LogEvery, HeartbeatTimeout: c.HeartbeatTimeout,
-		Builds: p.Enclaves.Builder != nil}
+		Builds: p.Enclaves.Builder != nil, RetryMax: c.RetryMax, GiveUpAfter: c.GiveUpAfter}
 }

@@ -10,11 +10,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/codec"
+	"conduit/internal/enclaveops"
 	"conduit/internal/enclaves"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
@@ -37,6 +36,8 @@ type Enclaves struct {
 	Builds           bool
 	LogEvery         time.Duration
 	HeartbeatTimeout time.Duration
+	RetryMax         time.Duration
+	GiveUpAfter      time.Duration
 }
 
 const enclaveKey = "conduit.enclave"
@@ -52,6 +53,7 @@ func (s *Server) mountEnclaves(api *gin.RouterGroup, read, write, logs gin.Handl
 	one.POST("/pause", write, s.enclaveUpdate(enclaves.Pause, workflows.EnclavePause))
 	one.POST("/resume", write, s.enclaveUpdate(enclaves.Resume, workflows.EnclaveResume))
 	one.POST("/terminate", write, s.enclaveUpdate(enclaves.Terminate, workflows.EnclaveTerminate))
+	one.POST("/retry", write, s.enclaveUpdate(enclaves.Retry, workflows.EnclaveRetry))
 	one.GET("/logs", logs, s.enclaveLogs)
 }
 
@@ -92,7 +94,8 @@ func (s *Server) enclaveJSON(e enclaves.Enclave) gin.H {
 		"providerConfig": e.ProviderConfig, "sourceType": e.SourceType, "status": e.Status,
 		"error_message": nilIfEmpty(e.ErrorMessage), "walletAddress": nilIfEmpty(e.WalletAddress),
 		"pcrs": e.PCRs, "endpoint": nilIfEmpty(e.Endpoint),
-		"createdAt": e.CreatedAt.UTC().Format(time.RFC3339Nano), "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339Nano),
+		"lastFailure": lastFailure(e.LastFailure),
+		"createdAt":   e.CreatedAt.UTC().Format(time.RFC3339Nano), "updatedAt": e.UpdatedAt.UTC().Format(time.RFC3339Nano),
 		"url": s.url("/api/enclaves/" + e.ID),
 	}
 	if e.SourceType == enclaves.SourceGitHub {
@@ -107,6 +110,14 @@ func (s *Server) enclaveJSON(e enclaves.Enclave) gin.H {
 		out["registryUsername"] = e.RegistryUsername
 	}
 	return out
+}
+
+// lastFailure is the record's view of a step being retried (null when none).
+func lastFailure(f enclaves.Failure) any {
+	if f.Message == "" {
+		return nil
+	}
+	return gin.H{"message": f.Message, "attempt": f.Attempt, "at": f.At.UTC().Format(time.RFC3339Nano)}
 }
 
 func nilIfEmpty(s string) any {
@@ -172,9 +183,10 @@ func (s *Server) createEnclave(c *gin.Context) {
 	_, err = s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.EnclaveWorkflowID(id), TaskQueue: workflows.EnclaveQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, status),
+		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, status, time.Now()),
 	}, workflows.WfEnclave, workflows.EnclaveInput{ID: id, Account: account, Ref: body.ProviderConfig.DockerImage, Source: body.SourceType,
-		HeartbeatTimeout: s.deps.Enclaves.HeartbeatTimeout, LogEvery: s.deps.Enclaves.LogEvery})
+		HeartbeatTimeout: s.deps.Enclaves.HeartbeatTimeout, LogEvery: s.deps.Enclaves.LogEvery,
+		RetryMax: s.deps.Enclaves.RetryMax, GiveUpAfter: s.deps.Enclaves.GiveUpAfter})
 	if err != nil {
 		// No lifecycle runs for this record: it says so and can be deleted.
 		logging.From(ctx).Error("starting an enclave's workflow failed", "enclave", id, "err", err)
@@ -255,7 +267,7 @@ func (s *Server) deleteEnclave(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-// enclaveUpdate: POST /api/enclaves/{id}/pause|resume|terminate. The
+// enclaveUpdate: POST /api/enclaves/{id}/pause|resume|terminate|retry. The
 // workflow's validator decides against the live state: a refusal is a 409
 // naming it, and nothing changes.
 func (s *Server) enclaveUpdate(a enclaves.Action, update string) gin.HandlerFunc {
@@ -269,23 +281,13 @@ func (s *Server) enclaveUpdate(a enclaves.Action, update string) gin.HandlerFunc
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		h, err := s.deps.Temporal.UpdateWorkflow(waitCtx, client.UpdateWorkflowOptions{
-			WorkflowID: workflows.EnclaveWorkflowID(e.ID), UpdateName: update, WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		var st workflows.EnclaveState
-		if err == nil {
-			err = h.Get(waitCtx, &st)
-		}
-		var app *temporal.ApplicationError
-		var nf *serviceerror.NotFound
-		switch {
+		_, err := enclaveops.Ask(waitCtx, s.deps.Temporal, e.ID, update)
+		switch _, refused := errs.As(err); {
 		case err == nil:
-		case errors.As(err, &app) && app.Type() == workflows.ErrEnclaveConflict:
-			var cur string
-			_ = app.Details(&cur)
-			fail(c, &APIError{Status: http.StatusConflict, Message: app.Message(), Extra: map[string]any{"status": cur}})
+		case refused:
+			fail(c, err)
 			return
-		case errors.As(err, &nf):
+		case errors.Is(err, enclaveops.ErrEnded):
 			// The workflow ended between the read and the update.
 			if e, err = s.deps.Store.Enclave(ctx, e.ID); err == nil {
 				err = enclaves.Allowed(a, e.Status)
@@ -322,10 +324,22 @@ func (s *Server) enclaveLogs(c *gin.Context) {
 		}
 		limit = n
 	}
-	logs, err := s.deps.Store.EnclaveLogs(c.Request.Context(), e.ID, typ, limit)
-	if err != nil {
-		fail(c, err)
-		return
+	var logs []enclaves.LogEntry
+	var err error
+	if typ != "stepfunctions" {
+		if logs, err = s.deps.Store.EnclaveLogs(c.Request.Context(), e.ID, typ, limit); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	if typ == "stepfunctions" || typ == "all" {
+		steps, err := enclaveops.History(c.Request.Context(), s.deps.Temporal, e.ID)
+		if err != nil {
+			logging.From(c.Request.Context()).Error("reading an enclave's history failed", "enclave", e.ID, "err", err)
+			fail(c, errorf(http.StatusServiceUnavailable, "the enclave's lifecycle history could not be read now; try again shortly"))
+			return
+		}
+		logs = enclaves.Newest(append(logs, steps...), limit)
 	}
 	if logs == nil {
 		logs = []enclaves.LogEntry{}

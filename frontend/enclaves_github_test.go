@@ -68,6 +68,19 @@ func logText(t *testing.T, key, id, typ string) string {
 	return strings.Join(lines, "\n")
 }
 
+// transitions are the enclave's status changes ("FROM → TO" lines, from
+// the ecs log), oldest first.
+func transitions(t *testing.T, key, id string) string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(logText(t, key, id, "ecs"), "\n") {
+		if s, ok := strings.CutPrefix(l, "status "); ok {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // A private repository's branch is cloned with the token, built into an
 // image, pushed, deployed, and the program answers on the forwarded port;
 // the token is never returned, nor written to workflow history.
@@ -114,7 +127,7 @@ func TestEnclaveFromGitHub(t *testing.T) {
 			t.Fatalf("build logs lack %q:\n%s", want, build)
 		}
 	}
-	steps := logText(t, key, id, "stepfunctions")
+	steps := transitions(t, key, id)
 	want := []string{"created → PENDING_BUILD", "PENDING_BUILD → BUILDING", "BUILDING → PENDING_DEPLOY", "PENDING_DEPLOY → DEPLOYING", "DEPLOYING → DEPLOYED"}
 	var got []string
 	for _, l := range strings.Split(steps, "\n") {
@@ -124,6 +137,11 @@ func TestEnclaveFromGitHub(t *testing.T) {
 	}
 	if len(got) < len(want) || strings.Join(got[:len(want)], ", ") != strings.Join(want, ", ") {
 		t.Fatalf("transitions:\n%s", steps)
+	}
+
+	// The stepfunctions log (the workflow's history) shows the build step.
+	if h := logText(t, key, id, "stepfunctions"); !strings.Contains(h, workflows.ActEnclaveBuild) {
+		t.Fatalf("the history lacks the build:\n%s", h)
 	}
 
 	// The token: never in an answer, sealed at rest, not in history.
@@ -218,7 +236,7 @@ func TestEnclaveGitHubBuildFails(t *testing.T) {
 	if b := logText(t, key, id, "errors"); !strings.Contains(b, "notDefinedAnywhere") {
 		t.Fatalf("error logs: %s", b)
 	}
-	if b := logText(t, key, id, "stepfunctions"); !strings.Contains(b, "BUILDING → BUILD_FAILED") || strings.Contains(b, "DEPLOYING") {
+	if b := transitions(t, key, id); !strings.Contains(b, "BUILDING → BUILD_FAILED") || strings.Contains(b, "DEPLOYING") {
 		t.Fatalf("transitions: %s", b)
 	}
 
@@ -318,7 +336,7 @@ func TestEnclaveGitHubBuildSurvivesWorkerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := waitEnclave(t, key, id, "DEPLOYED", 3*time.Minute)
-	steps := logText(t, key, id, "stepfunctions")
+	steps := transitions(t, key, id)
 	if strings.Count(steps, "BUILDING → PENDING_DEPLOY") != 1 || strings.Count(steps, "DEPLOYING → DEPLOYED") != 1 {
 		t.Fatalf("transitions:\n%s", steps)
 	}
@@ -372,7 +390,7 @@ func TestEnclaveGitHubTerminateWhileBuilding(t *testing.T) {
 	if r["status"] != http.StatusOK || !strings.Contains(r["body"].(string), `"DESTROYED"`) {
 		t.Fatalf("terminate: %v", r)
 	}
-	steps := logText(t, key, id, "stepfunctions")
+	steps := transitions(t, key, id)
 	if strings.Contains(steps, "DEPLOYING") || !strings.Contains(steps, "→ PENDING_DESTROY") {
 		t.Fatalf("transitions:\n%s", steps)
 	}
@@ -395,7 +413,44 @@ func TestEnclaveGitHubTerminateWhileBuilding(t *testing.T) {
 	if r := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK); r["status"] != "DESTROYED" {
 		t.Fatalf("terminate while building: %v", r)
 	}
-	if steps := logText(t, key, id, "stepfunctions"); !strings.Contains(steps, "BUILDING → PENDING_DESTROY") || strings.Contains(steps, "DEPLOYING") {
+	if steps := transitions(t, key, id); !strings.Contains(steps, "BUILDING → PENDING_DESTROY") || strings.Contains(steps, "DEPLOYING") {
 		t.Fatalf("transitions:\n%s", steps)
 	}
+}
+
+// A build that meets a failing git host stays BUILDING with the failure on
+// the record and keeps retrying; once the host is back, a retry (the SRE's
+// resume) builds and deploys it without recreating the enclave.
+func TestEnclaveGitHubStuckBuildResumes(t *testing.T) {
+	env.RequireEnclaves(t)
+	repo := "octo/stuck-" + strings.ToLower(t.Name()[4:])
+	env.Git.Commit(t, repo, "main", map[string]string{"go.mod": "module example.com/s\n\ngo 1.22\n", "main.go": githubApp})
+	_, key := env.NewAccount(t)
+	env.Git.Fail(http.StatusServiceUnavailable)
+	defer env.Git.Fail(0)
+	id := wantStatus(t, do(t, "POST", "/api/enclaves", key, githubBody(repo, "", "")), http.StatusAccepted)["id"].(string)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
+		if f, _ := e["lastFailure"].(map[string]any); f != nil && f["attempt"].(float64) >= 2 {
+			if e["status"] != "BUILDING" || !strings.Contains(f["message"].(string), "answered 503") {
+				t.Fatalf("stuck: %v", e)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed attempts on the record: %v", e)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	env.Git.Fail(0)
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/retry", key, nil), http.StatusOK)
+	e := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	if e["lastFailure"] != nil {
+		t.Fatalf("deployed with a failure: %v", e)
+	}
+	if steps := transitions(t, key, id); strings.Count(steps, "BUILDING → PENDING_DEPLOY") != 1 {
+		t.Fatalf("transitions:\n%s", steps)
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
 }

@@ -138,9 +138,26 @@ func TestEnclaveLifecycle(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	// stepfunctions is the lifecycle's history, read from Temporal; the
+	// transitions are also provisioning (ecs) entries.
 	steps := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=stepfunctions&limit=1000", key, nil), http.StatusOK)
-	if s := fmt.Sprint(steps["logs"]); !strings.Contains(s, "DEPLOYING → DEPLOYED") || !strings.Contains(s, "PAUSING → PAUSED") {
-		t.Fatalf("lifecycle logs: %s", s)
+	s := fmt.Sprint(steps["logs"])
+	for _, want := range []string{"lifecycle started", "step EnclavePrepare succeeded", "step EnclaveDeploy succeeded", "state DEPLOYED",
+		"request pause accepted", "request pause done", "state PAUSED", "request resume done", "temporal:enclave/" + id + "#"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("stepfunctions log lacks %q: %s", want, s)
+		}
+	}
+	if strings.Contains(s, "EnclaveWatch") || strings.Contains(s, "EnclaveProject") {
+		t.Fatalf("stepfunctions log holds bookkeeping: %s", s)
+	}
+	ecs := fmt.Sprint(wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=ecs&limit=1000", key, nil), http.StatusOK)["logs"])
+	if !strings.Contains(ecs, "status DEPLOYING → DEPLOYED") || !strings.Contains(ecs, "status PAUSING → PAUSED") {
+		t.Fatalf("ecs log: %s", ecs)
+	}
+	all := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?limit=5", key, nil), http.StatusOK)["logs"].([]any)
+	if len(all) != 5 {
+		t.Fatalf("all, limit 5: %v", all)
 	}
 	wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=nope", key, nil), http.StatusBadRequest)
 	wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?limit=1001", key, nil), http.StatusBadRequest)
@@ -215,8 +232,12 @@ func TestEnclaveSurvivesWorkerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	ecs := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=ecs&limit=1000", key, nil), http.StatusOK)
+	if n := strings.Count(fmt.Sprint(ecs["logs"]), "status DEPLOYING → DEPLOYED"); n != 1 {
+		t.Fatalf("deployed %d times: %v", n, ecs["logs"])
+	}
 	steps := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=stepfunctions&limit=1000", key, nil), http.StatusOK)
-	if n := strings.Count(fmt.Sprint(steps["logs"]), "DEPLOYING → DEPLOYED"); n != 1 {
+	if n := strings.Count(fmt.Sprint(steps["logs"]), "step EnclaveDeploy succeeded"); n != 1 {
 		t.Fatalf("deployed %d times: %v", n, steps["logs"])
 	}
 	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)

@@ -13,6 +13,7 @@ import (
 	"conduit/activities"
 	"conduit/internal/enclave"
 	"conduit/internal/enclaves"
+	"conduit/internal/errs"
 	"conduit/internal/store"
 )
 
@@ -26,7 +27,10 @@ const (
 	EnclavePause     = "pause"
 	EnclaveResume    = "resume"
 	EnclaveTerminate = "terminate"
-	EnclaveQuery     = "state"
+	// EnclaveRetry makes a provisioning step that is waiting to be retried
+	// (a registry down) run again now: the SRE's "resume a stuck build".
+	EnclaveRetry = "retry"
+	EnclaveQuery = "state"
 )
 
 // Search attributes of enclave workflows.
@@ -34,6 +38,18 @@ var (
 	AttrEnclaveID     = temporal.NewSearchAttributeKeyKeyword("EnclaveId")
 	AttrEnclaveStatus = temporal.NewSearchAttributeKeyKeyword("EnclaveStatus")
 	AttrAccount       = temporal.NewSearchAttributeKeyKeyword("Account")
+	// AttrEnclaveStatusSince is when EnclaveStatus last changed, so an
+	// operator finds enclaves stuck in a state (conduit enclave stuck).
+	AttrEnclaveStatusSince = temporal.NewSearchAttributeKeyTime("EnclaveStatusSince")
+)
+
+// Versions of the enclave workflow (docs/operations.md: changing a
+// workflow). resumableSteps: provisioning steps retry with backoff until
+// they succeed, fail permanently or give up, can be retried now, and the
+// running instance is watched (an exited application fails the enclave, a
+// lost one is started again).
+const (
+	enclaveResumableSteps = "enclave-resumable-steps"
 )
 
 // EnclaveWorkflowID is the lifecycle workflow of one enclave.
@@ -53,6 +69,11 @@ type EnclaveInput struct {
 	// into the enclave's log (0: 5 seconds).
 	HeartbeatTimeout time.Duration
 	LogEvery         time.Duration
+	// RetryMax is the longest wait between attempts of a provisioning step
+	// whose failure may pass (0: 5 minutes); GiveUpAfter is how long such
+	// a step is retried before the enclave fails (0: 24 hours).
+	RetryMax    time.Duration
+	GiveUpAfter time.Duration
 	// Carried is set when the workflow continued as new while running.
 	Carried *EnclaveState
 }
@@ -64,6 +85,8 @@ type EnclaveState struct {
 	Endpoint      string
 	WalletAddress string
 	PCRs          map[string]string
+	// Waiting names the provisioning step being retried, if any.
+	Waiting string `json:",omitempty"`
 }
 
 // Enclave runs one enclave's lifecycle (registry sources): PENDING_DEPLOY
@@ -88,6 +111,19 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 		// The provider's transient failures (a registry down) are retried a
 		// few times; permanent ones (no such image) not at all.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 20 * time.Second, MaximumAttempts: 5},
+	})
+	lc.v = workflow.GetVersion(ctx, enclaveResumableSteps, workflow.DefaultVersion, 1)
+	retryMax, giveUp := in.RetryMax, in.GiveUpAfter
+	if retryMax <= 0 {
+		retryMax = 5 * time.Minute
+	}
+	if giveUp <= 0 {
+		giveUp = 24 * time.Hour
+	}
+	lc.resumable = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute, HeartbeatTimeout: hb, ScheduleToCloseTimeout: giveUp,
+		// Unbounded attempts within giveUp; permanent errors are not retried.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: retryMax},
 	})
 	if err := workflow.SetQueryHandler(ctx, EnclaveQuery, func() (EnclaveState, error) { return lc.st, nil }); err != nil {
 		return err
@@ -122,7 +158,11 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 		if lc.terminating || lc.st.Status == enclaves.Destroyed {
 			break
 		}
-		lc.copyLogs(ctx)
+		if lc.v >= 1 {
+			lc.watch(ctx)
+		} else {
+			lc.copyLogs(ctx)
+		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && lc.busy == 0 && workflow.AllHandlersFinished(ctx) {
 			next := in
 			st := lc.st
@@ -147,6 +187,16 @@ type lifecycle struct {
 	deploying   bool
 	terminating bool
 	busy        int
+
+	// v is the workflow's version of enclaveResumableSteps.
+	v         workflow.Version
+	resumable workflow.Context
+	// cancelStep cancels the provisioning step under way; retryNow says
+	// the cancellation is a retry, not a terminate.
+	cancelStep func()
+	retryNow   bool
+	// restarting is true while a lost instance is started again.
+	restarting bool
 }
 
 // move changes the state along the §3.3 table and writes the projection
@@ -158,8 +208,14 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 		return fmt.Errorf("enclave %s: %s → %s is not in the state table", lc.in.ID, from, to)
 	}
 	lc.st.Status = to
-	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)))
-	logs := []store.EnclaveLog{{Type: "stepfunctions", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("%s → %s", orNone(from), to)}}
+	if lc.v >= 1 {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)), AttrEnclaveStatusSince.ValueSet(workflow.Now(ctx)))
+	} else {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)))
+	}
+	// The transition is an ecs entry; the stepfunctions log is this
+	// workflow's history, read from Temporal (enclaveops.History).
+	logs := []store.EnclaveLog{{Type: "ecs", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("status %s → %s", orNone(from), to)}}
 	src := "provider/" + enclaves.ProviderLocal
 	if typ == "build" {
 		src = "build"
@@ -209,31 +265,78 @@ func (lc *lifecycle) deploy(ctx workflow.Context) {
 	if lc.terminating {
 		return
 	}
-	var prep activities.Prepared
-	if err := workflow.ExecuteActivity(lc.long, ActEnclavePrepare, lc.in.ID).Get(ctx, &prep); err != nil {
-		lc.fail(ctx, "the image could not be prepared: "+cause(err))
+	prep, inst, err := lc.start(ctx)
+	switch {
+	case errors.Is(err, errStopped):
+		return // a terminate stopped the deployment between its steps
+	case err != nil && lc.terminating && lc.v >= 1:
+		return // the terminate cancelled the step; its handler cleans up
+	case err != nil:
+		lc.fail(ctx, err.Error())
 		return
 	}
-	if lc.terminating {
-		return
-	}
-	var inst enclave.Instance
-	if err := workflow.ExecuteActivity(lc.long, ActEnclaveDeploy, activities.DeployInput{ID: lc.in.ID, Image: prep.Image, Config: prep.Config}).Get(ctx, &inst); err != nil {
-		lc.fail(ctx, "the enclave could not be started: "+cause(err))
-		return
-	}
-	lc.st.Endpoint = inst.Addr
-	lc.st.WalletAddress = inst.EVMAddress
-	lc.st.PCRs = map[string]string{}
-	for i, v := range inst.PCRs {
-		lc.st.PCRs[strconv.Itoa(i)] = hex.EncodeToString(v)
-	}
+	lc.running(inst)
 	isolated := "isolated network"
 	if !inst.NetworkIsolated {
 		isolated = "host network (not isolated)"
 	}
 	if err := lc.move(ctx, enclaves.Deployed, "ecs", fmt.Sprintf("running %s (%s) at %s; %s", prep.Image.Ref, prep.Image.ManifestDigest, inst.Addr, isolated)); err != nil {
 		workflow.GetLogger(ctx).Error("recording the deployment failed", "err", err)
+	}
+}
+
+// errStopped: a terminate arrived between two provisioning steps.
+var errStopped = errors.New("the deployment was stopped by a terminate")
+
+// start prepares and deploys the image the record names; its error is the
+// reason the enclave fails.
+func (lc *lifecycle) start(ctx workflow.Context) (activities.Prepared, enclave.Instance, error) {
+	var prep activities.Prepared
+	var inst enclave.Instance
+	if err := lc.provision(ctx, ActEnclavePrepare, lc.in.ID, &prep); err != nil {
+		return prep, inst, errors.New("the image could not be prepared: " + cause(err))
+	}
+	if lc.terminating {
+		return prep, inst, errStopped
+	}
+	if err := lc.provision(ctx, ActEnclaveDeploy, activities.DeployInput{ID: lc.in.ID, Image: prep.Image, Config: prep.Config}, &inst); err != nil {
+		return prep, inst, errors.New("the enclave could not be started: " + cause(err))
+	}
+	return prep, inst, nil
+}
+
+// provision runs a provisioning step. Before enclaveResumableSteps it is
+// one activity with a few attempts; since, the step is retried with
+// backoff until it succeeds, fails permanently or gives up, and the retry
+// update (or a terminate) cancels the attempt or the wait under way: a
+// retry issues the step again at once.
+func (lc *lifecycle) provision(ctx workflow.Context, act string, arg, out any) error {
+	if lc.v < 1 {
+		return workflow.ExecuteActivity(lc.long, act, arg).Get(ctx, out)
+	}
+	for {
+		actx, cancel := workflow.WithCancel(lc.resumable)
+		lc.cancelStep, lc.st.Waiting = cancel, act
+		err := workflow.ExecuteActivity(actx, act, arg).Get(ctx, out)
+		lc.cancelStep, lc.st.Waiting = nil, ""
+		cancel()
+		var canceled *temporal.CanceledError
+		if err != nil && errors.As(err, &canceled) && lc.retryNow && !lc.terminating {
+			lc.retryNow = false
+			continue
+		}
+		lc.retryNow = false
+		return err
+	}
+}
+
+// running takes a started instance's public facts into the state.
+func (lc *lifecycle) running(inst enclave.Instance) {
+	lc.st.Endpoint = inst.Addr
+	lc.st.WalletAddress = inst.EVMAddress
+	lc.st.PCRs = map[string]string{}
+	for i, v := range inst.PCRs {
+		lc.st.PCRs[strconv.Itoa(i)] = hex.EncodeToString(v)
 	}
 }
 
@@ -248,6 +351,64 @@ func cause(err error) string {
 		return "the provider did not answer in time"
 	}
 	return err.Error()
+}
+
+// watch copies new application output and checks that the instance is
+// what the state says: an application that exited fails the enclave (its
+// last lines are in the log); an instance lost with its worker process is
+// started again, with the same image and keys.
+func (lc *lifecycle) watch(ctx workflow.Context) {
+	was := lc.st.Status
+	if was != enclaves.Deployed && was != enclaves.Paused || lc.busy > 0 {
+		return
+	}
+	var w activities.Watched
+	if err := workflow.ExecuteActivity(lc.short, ActEnclaveWatch, lc.in.ID).Get(ctx, &w); err != nil {
+		return
+	}
+	if lc.st.Status != was || lc.busy > 0 || lc.terminating {
+		return // an update moved it meanwhile; look again next time
+	}
+	switch w.Status.Phase {
+	case enclave.PhaseExited:
+		lc.fail(ctx, "the application exited: "+w.Status.Detail)
+	case enclave.PhaseAbsent, enclave.PhasePrepared:
+		lc.restart(ctx, was)
+	}
+}
+
+// restart starts a lost instance again; the state stays as it was.
+func (lc *lifecycle) restart(ctx workflow.Context, was enclaves.Status) {
+	lc.restarting, lc.deploying = true, true
+	defer func() { lc.restarting, lc.deploying = false, false }()
+	lc.note(ctx, "ecs", "the instance is gone (its worker process ended); starting it again")
+	_, inst, err := lc.start(ctx)
+	switch {
+	case errors.Is(err, errStopped) || err != nil && lc.terminating:
+		return
+	case err != nil:
+		lc.fail(ctx, err.Error())
+		return
+	}
+	lc.running(inst)
+	if was == enclaves.Paused {
+		if err := workflow.ExecuteActivity(lc.long, ActEnclavePause, lc.in.ID).Get(ctx, nil); err != nil {
+			lc.fail(ctx, "the enclave could not be paused again: "+cause(err))
+			return
+		}
+	}
+	lc.note(ctx, "ecs", "running again at "+inst.Addr)
+}
+
+// note writes the projection unchanged with one log entry.
+func (lc *lifecycle) note(ctx workflow.Context, typ, msg string) {
+	_ = workflow.ExecuteActivity(lc.short, ActEnclaveProject, activities.EnclaveStep{
+		Projection: store.EnclaveProjection{
+			ID: lc.in.ID, Status: lc.st.Status, ErrorMessage: lc.st.ErrorMessage, WalletAddress: lc.st.WalletAddress,
+			PCRs: lc.st.PCRs, Endpoint: lc.st.Endpoint,
+		},
+		Logs: []store.EnclaveLog{{Type: typ, Source: "provider/" + enclaves.ProviderLocal, Message: msg}},
+	}).Get(ctx, nil)
 }
 
 func (lc *lifecycle) copyLogs(ctx workflow.Context) {
@@ -267,8 +428,25 @@ func (lc *lifecycle) handlers(ctx workflow.Context) error {
 			if cur == "" {
 				cur = enclaves.PendingDeploy // the record's state before the first step
 			}
+			if lc.restarting && a != enclaves.Terminate {
+				return conflict(errs.Conflictf("the enclave's instance is being started again; try again in a moment"), cur)
+			}
 			return conflict(enclaves.Allowed(a, cur), cur)
 		}
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, EnclaveRetry, func(ctx workflow.Context) (EnclaveState, error) {
+		st := lc.st
+		lc.retryNow = true
+		lc.cancelStep()
+		return st, nil
+	}, workflow.UpdateHandlerOptions{Validator: func() error {
+		if lc.cancelStep == nil || lc.terminating {
+			cur := lc.st.Status
+			return conflict(errs.Conflictf("the enclave is %s and no step is waiting to be retried", cur), cur)
+		}
+		return nil
+	}}); err != nil {
+		return err
 	}
 	step := func(ctx workflow.Context, via, to enclaves.Status, act, what string) (EnclaveState, error) {
 		lc.busy++
@@ -295,6 +473,9 @@ func (lc *lifecycle) handlers(ctx workflow.Context) error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, EnclaveTerminate, func(ctx workflow.Context) (EnclaveState, error) {
 		lc.terminating = true
+		if lc.cancelStep != nil {
+			lc.cancelStep() // a step retried while a registry is down ends now
+		}
 		lc.busy++
 		defer func() { lc.busy-- }()
 		// A deployment under way ends first (at most one instance ever).
@@ -327,8 +508,9 @@ func (lc *lifecycle) copyFinalLogs(ctx workflow.Context) {
 }
 
 // EnclaveSearchAttributes are a new enclave workflow's attributes.
-func EnclaveSearchAttributes(id, account string, st enclaves.Status) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(AttrEnclaveID.ValueSet(id), AttrAccount.ValueSet(account), AttrEnclaveStatus.ValueSet(string(st)))
+func EnclaveSearchAttributes(id, account string, st enclaves.Status, since time.Time) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(AttrEnclaveID.ValueSet(id), AttrAccount.ValueSet(account), AttrEnclaveStatus.ValueSet(string(st)),
+		AttrEnclaveStatusSince.ValueSet(since))
 }
 
 // ErrEnclaveConflict types an update a validator refused; its details are

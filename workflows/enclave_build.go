@@ -24,9 +24,11 @@ func (lc *lifecycle) builds(ctx workflow.Context) bool {
 
 // build runs a github source's build: PENDING_BUILD → BUILDING →
 // PENDING_DEPLOY with the pushed image, or BUILD_FAILED with the reason.
-// It answers whether to deploy. A terminate cancels a build under way
-// (the deployment step that follows would not run anyway); a failed
-// build waits here for its terminate, without timers.
+// It answers whether to deploy. The build is a provisioning step like the
+// deployment's (lc.provision): transient failures (the git host or the
+// registry down) are retried with backoff, the retry update runs it again
+// now, and a terminate cancels it. A failed build waits here for its
+// terminate, without timers.
 func (lc *lifecycle) build(ctx workflow.Context) (deploy bool) {
 	defer func() {
 		if !deploy {
@@ -44,17 +46,15 @@ func (lc *lifecycle) build(ctx workflow.Context) (deploy bool) {
 		lc.fail(ctx, "the enclave's record could not be written: "+err.Error())
 		return false
 	}
-	bctx, cancel := workflow.WithCancel(lc.long)
-	defer cancel()
-	f := workflow.ExecuteActivity(bctx, ActEnclaveBuild, lc.in.ID)
-	if err := workflow.Await(ctx, func() bool { return f.IsReady() || lc.terminating }); err != nil {
-		return false
-	}
 	if lc.terminating {
 		return false
 	}
 	var built activities.Built
-	if err := f.Get(ctx, &built); err != nil {
+	err := lc.provision(ctx, ActEnclaveBuild, lc.in.ID, &built)
+	if lc.terminating {
+		return false // the terminate cancelled the build; its handler destroys the enclave
+	}
+	if err != nil {
 		lc.st.ErrorMessage = "the build failed: " + cause(err)
 		if err := lc.move(ctx, enclaves.BuildFailed, "build", lc.st.ErrorMessage); err != nil {
 			workflow.GetLogger(ctx).Error("recording the failed build failed", "err", err)

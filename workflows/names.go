@@ -42,5 +42,6 @@ const (
 	ActEnclaveResume    = "EnclaveResume"
 	ActEnclaveTerminate = "EnclaveTerminate"
 	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
+	ActEnclaveWatch     = "EnclaveWatch"
 	ActEnclaveBuild     = "EnclaveBuild"
 )

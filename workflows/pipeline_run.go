@@ -79,17 +79,18 @@ var (
 // SearchAttributes lists them with their types, for registration.
 func SearchAttributes() map[string]enumspb.IndexedValueType {
 	return map[string]enumspb.IndexedValueType{
-		AttrPipelineID.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrPipelineVersion.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
-		AttrAccountID.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrRunStatus.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrKind.GetName():            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrModel.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrPayer.GetName():           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrNetwork.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrEnclaveID.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrEnclaveStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		AttrAccount.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrPipelineID.GetName():         enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrPipelineVersion.GetName():    enumspb.INDEXED_VALUE_TYPE_INT,
+		AttrAccountID.GetName():          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrRunStatus.GetName():          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrKind.GetName():               enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrModel.GetName():              enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrPayer.GetName():              enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrNetwork.GetName():            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrEnclaveID.GetName():          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrEnclaveStatus.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrAccount.GetName():            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrEnclaveStatusSince.GetName(): enumspb.INDEXED_VALUE_TYPE_DATETIME,
 	}
 }
 

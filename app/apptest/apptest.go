@@ -291,6 +291,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		cfg.Enclaves.GitBaseURL = git.URL
 		cfg.Enclaves.BuildRegistry = reg.Host + "/builds"
 	}
+	cfg.Admin.Token = AdminToken
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {

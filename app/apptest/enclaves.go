@@ -130,3 +130,6 @@ func PushEnclaveApp(t testing.TB, host, repo, tag string, auth authn.Authenticat
 	}
 	return ref
 }
+
+// AdminToken is the harness's operator token (admin.token).
+const AdminToken = "apptest-admin-token"

@@ -38,6 +38,14 @@ type Config struct {
 	OAuth    OAuth    `mapstructure:"oauth"`
 	SignIn   SignIn   `mapstructure:"signin"`
 	Enclaves Enclaves `mapstructure:"enclaves"`
+	Admin    Admin    `mapstructure:"admin"`
+}
+
+// Admin configures the operator routes under /admin (docs/operations.md).
+type Admin struct {
+	// Token is the bearer secret of the operator routes; empty turns them
+	// off (404).
+	Token string `mapstructure:"token"`
 }
 
 // Enclaves configures the enclave lifecycle (docs/enclaves.md). Off by
@@ -68,6 +76,12 @@ type Enclaves struct {
 	BuildRegistry         string `mapstructure:"build_registry"`
 	BuildRegistryUsername string `mapstructure:"build_registry_username"`
 	BuildRegistryPassword string `mapstructure:"build_registry_password"`
+	// RetryMax is the longest wait between attempts of a build or
+	// deployment step that failed transiently (a registry down);
+	// GiveUpAfter is how long such a step is retried before the enclave
+	// fails. `conduit enclave resume` retries at once.
+	RetryMax    time.Duration `mapstructure:"retry_max"`
+	GiveUpAfter time.Duration `mapstructure:"give_up_after"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -379,10 +393,13 @@ var defaults = map[string]any{
 	"enclaves.log_every":               "5s",
 	"enclaves.log_retention":           "720h",
 	"enclaves.heartbeat_timeout":       "1m",
+	"enclaves.retry_max":               "5m",
+	"enclaves.give_up_after":           "24h",
 	"enclaves.git_base_url":            "https://github.com",
 	"enclaves.build_registry":          "",
 	"enclaves.build_registry_username": "",
 	"enclaves.build_registry_password": "",
+	"admin.token":                      "",
 	"dev.data_dir":                     ".data",
 	"dev.postgres_port":                54329,
 	"dev.temporal_port":                7233,

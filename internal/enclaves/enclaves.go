@@ -7,6 +7,7 @@ package enclaves
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ const (
 	Terminate Action = "terminate"
 	Delete    Action = "delete"
 	Update    Action = "update"
+	// Retry runs a build or deployment step that is waiting to be retried
+	// now.
+	Retry Action = "retry"
 )
 
 // Transitions is the §3.3 table: the states each state may move to. The
@@ -92,6 +96,8 @@ func Allowed(a Action, s Status) error {
 		ok = s == Destroyed || s == Failed
 	case Update:
 		ok = s == PendingBuild || s == Building || s == BuildFailed || s == PendingDeploy
+	case Retry:
+		ok = s == PendingBuild || s == Building || s == PendingDeploy || s == Deploying
 	}
 	if ok {
 		return nil
@@ -117,6 +123,8 @@ func refusal(a Action, s Status) string {
 		return "it cannot be terminated while " + strings.ToLower(string(s)) + "; try again in a moment"
 	case Delete:
 		return "only a DESTROYED or FAILED enclave can be deleted; terminate it first"
+	case Retry:
+		return "only an enclave that is building or deploying can have a step waiting to be retried"
 	case Update:
 		return "name, description and providerConfig can only change before it is deployed"
 	}
@@ -169,8 +177,18 @@ type Enclave struct {
 	WalletAddress string
 	PCRs          map[string]string
 	Endpoint      string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// LastFailure is the last failed attempt of a step being retried
+	// (empty once the step succeeded or the enclave moved on).
+	LastFailure Failure
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Failure is a failed attempt of a provisioning step that is retried.
+type Failure struct {
+	Message string    `json:"message"`
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
 }
 
 // Create is what a caller asks for. Secrets are write-only.
@@ -423,6 +441,16 @@ type LogEntry struct {
 	Stream    string    `json:"stream"`
 	LogGroup  string    `json:"logGroup"`
 	Type      string    `json:"type"`
+}
+
+// Newest orders entries by time and keeps the newest limit of them,
+// oldest first.
+func Newest(l []LogEntry, limit int) []LogEntry {
+	slices.SortStableFunc(l, func(a, b LogEntry) int { return a.Timestamp.Compare(b.Timestamp) })
+	if len(l) > limit {
+		l = l[len(l)-limit:]
+	}
+	return l
 }
 
 // LogGroup is the group an enclave's entries of a type are in.

@@ -13,15 +13,18 @@ import (
 
 const enclaveCols = `id, account_id, name, description, provider_id, region, provider_config, source_type,
 	registry_username, github_connected, github_username, github_repo, github_branch,
-	built_image, built_commit, status, error_message, wallet_address, pcrs, endpoint, created_at, updated_at`
+	built_image, built_commit, status, error_message, wallet_address, pcrs, endpoint, created_at, updated_at,
+	last_failure, last_failure_attempt, last_failure_at`
 
 func scanEnclave(row pgx.Row) (enclaves.Enclave, error) {
 	var e enclaves.Enclave
 	var cfg, pcrs []byte
 	var status string
+	var lastAt *time.Time
 	err := row.Scan(&e.ID, &e.AccountID, &e.Name, &e.Description, &e.ProviderID, &e.Region, &cfg, &e.SourceType,
 		&e.RegistryUsername, &e.GitHub.IsConnected, &e.GitHub.Username, &e.GitHub.SelectedRepo, &e.GitHub.SelectedBranch,
-		&e.BuiltImage, &e.BuiltCommit, &status, &e.ErrorMessage, &e.WalletAddress, &pcrs, &e.Endpoint, &e.CreatedAt, &e.UpdatedAt)
+		&e.BuiltImage, &e.BuiltCommit, &status, &e.ErrorMessage, &e.WalletAddress, &pcrs, &e.Endpoint, &e.CreatedAt, &e.UpdatedAt,
+		&e.LastFailure.Message, &e.LastFailure.Attempt, &lastAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, ErrNotFound
 	}
@@ -29,6 +32,9 @@ func scanEnclave(row pgx.Row) (enclaves.Enclave, error) {
 		return e, err
 	}
 	e.Status = enclaves.Status(status)
+	if lastAt != nil {
+		e.LastFailure.At = *lastAt
+	}
 	_ = json.Unmarshal(cfg, &e.ProviderConfig)
 	_ = json.Unmarshal(pcrs, &e.PCRs)
 	return e, nil
@@ -135,8 +141,19 @@ func (s *Store) ProjectEnclave(ctx context.Context, p EnclaveProjection) error {
 			wallet_address = COALESCE(NULLIF($4, ''), wallet_address),
 			pcrs = COALESCE($5, pcrs),
 			endpoint = $6,
+			last_failure = '', last_failure_attempt = 0, last_failure_at = NULL,
 			updated_at = now()
 		WHERE id = $1`, p.ID, string(p.Status), p.ErrorMessage, p.WalletAddress, pcrs, p.Endpoint)
+	return err
+}
+
+// NoteEnclaveFailure records a provisioning step's failed attempt while the
+// step is retried. Only an enclave still building or deploying takes the
+// note: one that moved on is not marked with a stale failure.
+func (s *Store) NoteEnclaveFailure(ctx context.Context, id string, attempt int, msg string) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE enclaves SET last_failure = $2, last_failure_attempt = $3, last_failure_at = now(), updated_at = now()
+		WHERE id = $1 AND status IN ('PENDING_BUILD', 'BUILDING', 'PENDING_DEPLOY', 'DEPLOYING')`, id, msg, attempt)
 	return err
 }
 
@@ -207,11 +224,12 @@ func (s *Store) LastAppSeq(ctx context.Context, id string) (int64, error) {
 }
 
 // EnclaveLogs lists the newest limit entries of a type ("all": every
-// type), oldest first.
+// type kept here — stepfunctions entries are read from Temporal), oldest
+// first.
 func (s *Store) EnclaveLogs(ctx context.Context, id, typ string, limit int) ([]enclaves.LogEntry, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT at, message, source, stream, log_group, type FROM (
-			SELECT * FROM enclave_logs WHERE enclave_id = $1 AND ($2 = 'all' OR type = $2)
+			SELECT * FROM enclave_logs WHERE enclave_id = $1 AND ($2 = 'all' AND type <> 'stepfunctions' OR type = $2)
 			ORDER BY seq DESC LIMIT $3) t ORDER BY seq`, id, typ, limit)
 	if err != nil {
 		return nil, err

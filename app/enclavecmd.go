@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"conduit/internal/enclaveops"
+	"conduit/internal/temporalx"
+	"conduit/workflows"
+)
+
+// enclaveCommand: the SRE's tools for enclave lifecycles (the runbook is
+// docs/operations.md). They talk to Temporal only.
+func enclaveCommand() Command {
+	return Command{
+		Summary: "enclave stuck [-for 10m] [-json] | enclave resume <id>",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("enclave needs a subcommand: stuck or resume")
+			}
+			if env.Config.Temporal.Address == "" {
+				return fmt.Errorf("temporal.address (CONDUIT_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) is required: the dev command prints its Temporal address in its banner")
+			}
+			tc, err := temporalx.Dial(ctx, env.Config.Temporal.Address, env.Config.Temporal.Namespace, env.Config.Temporal.CodecKeys, env.Log)
+			if err != nil {
+				return err
+			}
+			defer tc.Close()
+			switch args[0] {
+			case "stuck":
+				fs := flag.NewFlagSet("enclave stuck", flag.ContinueOnError)
+				d := fs.Duration("for", 10*time.Minute, "list enclaves building or deploying for longer than this")
+				asJSON := fs.Bool("json", false, "print JSON")
+				if err := fs.Parse(args[1:]); err != nil {
+					return err
+				}
+				list, err := enclaveops.ListStuck(ctx, tc, env.Config.Temporal.Namespace, *d)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					if list == nil {
+						list = []enclaveops.Stuck{}
+					}
+					return json.NewEncoder(env.Stdout).Encode(list)
+				}
+				return printStuck(env, list, *d)
+			case "resume":
+				if len(args) != 2 {
+					return fmt.Errorf("usage: enclave resume <enclave id>")
+				}
+				st, err := enclaveops.Ask(ctx, tc, args[1], workflows.EnclaveRetry)
+				if errors.Is(err, enclaveops.ErrEnded) {
+					return fmt.Errorf("enclave %s has no running lifecycle (it ended or does not exist)", args[1])
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "%s: %s retried now (status %s); follow it with GET /api/enclaves/%s or the workflow enclave/%s in the Temporal UI\n",
+					args[1], st.Waiting, st.Status, args[1], args[1])
+				return nil
+			default:
+				return fmt.Errorf("unknown enclave subcommand %q (stuck, resume)", args[0])
+			}
+		},
+	}
+}
+
+func printStuck(env *Env, list []enclaveops.Stuck, d time.Duration) error {
+	if len(list) == 0 {
+		fmt.Fprintf(env.Stdout, "no enclave has been building or deploying for more than %s\n", d)
+		return nil
+	}
+	w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ENCLAVE\tACCOUNT\tSTATUS\tFOR\tSTEP\tATTEMPT\tNEXT ATTEMPT\tLAST FAILURE")
+	for _, s := range list {
+		next := "-"
+		if !s.NextAttempt.IsZero() {
+			next = time.Until(s.NextAttempt).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Account, s.Status,
+			time.Since(s.Since).Round(time.Second), s.Step, s.Attempt, next, s.LastFailure)
+	}
+	return w.Flush()
+}

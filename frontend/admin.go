@@ -1,0 +1,91 @@
+package frontend
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/enclaveops"
+	"conduit/internal/errs"
+	"conduit/internal/logging"
+	"conduit/internal/store"
+	"conduit/workflows"
+)
+
+// The operator routes (docs/operations.md): what `conduit enclave stuck`
+// and `conduit enclave resume` do, over HTTP, for any account's enclave.
+// They exist only when admin.token is set, and take it as a bearer token.
+
+func (s *Server) mountAdmin(r gin.IRoutes) {
+	token := s.deps.Config.Admin.Token
+	if token == "" {
+		return
+	}
+	admin := func(c *gin.Context) {
+		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			c.Header("WWW-Authenticate", `Bearer realm="conduit-admin"`)
+			fail(c, errorf(http.StatusUnauthorized, "the operator routes need the admin token (admin.token) as a bearer token"))
+			return
+		}
+		c.Next()
+	}
+	r.GET("/admin/enclaves/stuck", admin, s.stuckEnclaves)
+	r.POST("/admin/enclaves/:id/retry", admin, s.adminRetryEnclave)
+}
+
+// stuckEnclaves: GET /admin/enclaves/stuck?for=10m — enclaves building or
+// deploying for longer than that (default 10 minutes), with the step each
+// waits on and its last failure.
+func (s *Server) stuckEnclaves(c *gin.Context) {
+	d := 10 * time.Minute
+	if v := c.Query("for"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d < 0 {
+			fail(c, errs.Invalidf("for must be a duration such as 10m or 1h"))
+			return
+		}
+	}
+	list, err := enclaveops.ListStuck(c.Request.Context(), s.deps.Temporal, s.deps.Config.Temporal.Namespace, d)
+	if err != nil {
+		logging.From(c.Request.Context()).Error("listing stuck enclaves failed", "err", err)
+		fail(c, errorf(http.StatusServiceUnavailable, "Temporal could not be asked now; try again shortly"))
+		return
+	}
+	if list == nil {
+		list = []enclaveops.Stuck{}
+	}
+	c.JSON(http.StatusOK, gin.H{"for": d.String(), "enclaves": list})
+}
+
+// adminRetryEnclave: POST /admin/enclaves/{id}/retry — the step waiting to
+// be retried runs now; the answer is the lifecycle's state.
+func (s *Server) adminRetryEnclave(c *gin.Context) {
+	id := c.Param("id")
+	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Minute)
+	defer cancel()
+	st, err := enclaveops.Ask(ctx, s.deps.Temporal, id, workflows.EnclaveRetry)
+	if errors.Is(err, enclaveops.ErrEnded) {
+		e, rerr := s.deps.Store.Enclave(ctx, id)
+		switch {
+		case errors.Is(rerr, store.ErrNotFound):
+			err = errs.NotFoundf("no enclave %s", id)
+		case rerr == nil:
+			err = errs.Conflictf("the enclave is %s; its lifecycle has ended", e.Status)
+		}
+	}
+	if _, known := errs.As(err); err != nil && !known {
+		logging.From(ctx).Error("retrying an enclave's step failed", "enclave", id, "err", err)
+		err = errorf(http.StatusServiceUnavailable, "the enclave could not be reached now; try again shortly")
+	}
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": id, "status": st.Status, "retried": st.Waiting})
+}
