@@ -68,15 +68,26 @@ func workerEnv(cfg *config.Config) []string {
 	set("MEDIA_HEARTBEAT_TIMEOUT", cfg.Media.HeartbeatTimeout.String())
 	set("RUNS_MODEL_ATTEMPTS", strconv.Itoa(cfg.Runs.ModelAttempts))
 	set("RUNS_MODEL_TIMEOUT", cfg.Runs.ModelTimeout.String())
+	if cfg.Enclaves.Enabled {
+		set("ENCLAVES_ENABLED", "true")
+		set("ENCLAVES_DATA_DIR", cfg.Enclaves.DataDir)
+		set("ENCLAVES_ATTESTATION_DIR", cfg.Enclaves.AttestationDir)
+		set("ENCLAVES_LOG_EVERY", cfg.Enclaves.LogEvery.String())
+		set("ENCLAVES_HEARTBEAT_TIMEOUT", cfg.Enclaves.HeartbeatTimeout.String())
+	}
 	set("LOG_LEVEL", "info")
 	set("LOG_FORMAT", "json")
 	return out
 }
 
-// queues is how many task queues a worker with renders polls: the SDK
-// logs "Started Worker" once for each.
+// queues is how many task queues the child polls (renders, and enclaves
+// when the harness has them): the SDK logs "Started Worker" once for each.
 func queues() int {
-	return len(worker.Registry(worker.Deps{Renders: &activities.Renders{}}))
+	d := worker.Deps{Renders: &activities.Renders{}}
+	if env.Config.Enclaves.Enabled {
+		d.Enclaves = &activities.Enclaves{}
+	}
+	return len(worker.Registry(d))
 }
 
 // start launches a worker process and waits until it polls every queue.
