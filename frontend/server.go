@@ -75,6 +75,8 @@ type Server struct {
 	registerLimit gin.HandlerFunc
 	// crossOrigin refuses form posts from other sites.
 	crossOrigin *http.CrossOriginProtection
+	// spa is the dashboard app (spa.go).
+	spa *spa
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -106,6 +108,9 @@ func New(d Deps) *Server {
 	r.HandleMethodNotAllowed = true
 	r.Use(requestContext(d.Log), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
 	r.NoRoute(func(c *gin.Context) {
+		if s.spa.fallback(c) {
+			return
+		}
 		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
@@ -136,6 +141,9 @@ func New(d Deps) *Server {
 	if d.DevTools && d.Config.Temporal.CodecKeys != "" {
 		s.mountCodec(r)
 	}
+
+	// The dashboard app (docs/dashboard.md).
+	s.mountDashboard(r)
 
 	// Human sign-in and the OAuth authorization server (docs/oauth.md).
 	edge.GET(SignInPath, s.signInPage)
