@@ -150,6 +150,11 @@ func New(d Deps) *Server {
 	edge.POST(SignInPath, s.signIn)
 	edge.POST(SignOutPath, s.signOut)
 	s.mountOAuth(r)
+	// The dashboard's session API (session.go).
+	edge.GET(SessionPath, s.getSession)
+	edge.POST(SessionPath, s.createSession)
+	edge.DELETE(SessionPath, s.deleteSession)
+	edge.POST(SignUpPath, s.signUp)
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).
