@@ -160,6 +160,9 @@ func New(d Deps) *Server {
 	// scope it needs (docs/accounts.md lists them).
 	api := edge.Group("/api", s.authenticate)
 	api.GET("/account/balance", s.balance)
+	api.GET("/account/ledger", s.ledger)
+	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
+	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)

@@ -84,6 +84,9 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	defer stack.Stop()
 	cfg.Database.URL = stack.DatabaseURL
 	cfg.Temporal.Address = stack.TemporalAddress
+	if cfg.Temporal.UIURL == "" && stack.TemporalUI != "" {
+		cfg.Temporal.UIURL = "http://" + stack.TemporalUI
+	}
 	if err := localPayments(cfg, dataDir); err != nil {
 		return err
 	}

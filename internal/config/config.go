@@ -321,6 +321,10 @@ type Temporal struct {
 	// separated, the first sealing new payloads (internal/codec). Empty:
 	// payloads are stored in the clear.
 	CodecKeys string `mapstructure:"codec_keys"`
+	// UIURL is the Temporal Web UI's address (http://host:8233); run
+	// pages link each run's workflow there. Empty: no link. The dev
+	// command sets it to its embedded UI.
+	UIURL string `mapstructure:"ui_url"`
 }
 
 // Dev configures the embedded stack the dev command starts.
@@ -363,6 +367,7 @@ var defaults = map[string]any{
 	"temporal.render_concurrency": 2,
 	"temporal.stop_timeout":       "10m",
 	"temporal.codec_keys":         "",
+	"temporal.ui_url":             "",
 	"enclaves.enabled":            false,
 	"enclaves.data_dir":           ".data/enclaves",
 	"enclaves.attestation_dir":    ".data/attestation",
@@ -482,6 +487,11 @@ func (c *Config) Validate() error {
 	if c.Temporal.Address != "" {
 		if err := checkHostPort(c.Temporal.Address); err != nil {
 			errs = append(errs, fmt.Errorf("temporal.address (%s_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) %q is not host:port: %v", EnvPrefix, c.Temporal.Address, err))
+		}
+	}
+	if c.Temporal.UIURL != "" {
+		if u, err := url.Parse(c.Temporal.UIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("temporal.ui_url (%s_TEMPORAL_UI_URL) %q must be an absolute http(s) URL", EnvPrefix, c.Temporal.UIURL))
 		}
 	}
 	if c.Temporal.Namespace == "" {
