@@ -10,7 +10,7 @@ export function PipelineNode({ data, selected }: NodeProps<FlowNode>) {
   const bad = data.problems.length > 0;
   return (
     <div className={`pnode pnode-${n.type}${selected ? " selected" : ""}${bad ? " invalid" : ""}`} data-node-id={n.id}>
-      {n.type !== "input" && <Handle type="target" position={Position.Left} aria-label={`Connect into ${n.id}`} />}
+      {n.type !== "input" && <Handle type="target" position={Position.Left} />}
       <div className="pnode-kind">{k?.label ?? n.type}</div>
       <div className="pnode-id">{n.id}</div>
       <div className="pnode-summary">{summary(n)}</div>
@@ -24,7 +24,7 @@ export function PipelineNode({ data, selected }: NodeProps<FlowNode>) {
           ))}
         </ul>
       )}
-      {n.type !== "output" && <Handle type="source" position={Position.Right} aria-label={`Connect from ${n.id}`} />}
+      {n.type !== "output" && <Handle type="source" position={Position.Right} />}
     </div>
   );
 }

@@ -1,5 +1,5 @@
 // The pipeline graph (docs/pipelines.md) and its React Flow view.
-import type { Edge, Node } from "@xyflow/react";
+import { MarkerType, type Edge, type Node } from "@xyflow/react";
 import type { Graph, GraphNode, Problem } from "../api";
 
 export type FieldSpec = {
@@ -70,8 +70,6 @@ export const kinds: { type: string; label: string; help: string; fields: FieldSp
 
 export const kindOf = (type: string) => kinds.find((k) => k.type === type);
 
-// column places each kind in a column of the canvas, left to right.
-const column: Record<string, number> = { input: 0, prompt: 1, model: 2, guardrail: 3, output: 4 };
 
 export type NodeData = { node: GraphNode; problems: Problem[] };
 export type FlowNode = Node<NodeData, "pipeline">;
@@ -97,10 +95,15 @@ export function newNode(type: string, existing: GraphNode[]): GraphNode {
   }
 }
 
+// placeNew puts an input below the other inputs at the left, and any other
+// node to the right of the rightmost one, so a chain grows left to right.
 export function placeNew(type: string, nodes: FlowNode[]): { x: number; y: number } {
-  const col = column[type] ?? 2;
-  const below = nodes.filter((n) => Math.round(n.position.x / 240) === col).map((n) => n.position.y);
-  return { x: col * 240, y: below.length ? Math.max(...below) + 140 : 40 };
+  if (type === "input") {
+    const ys = nodes.filter((n) => n.data.node.type === "input").map((n) => n.position.y);
+    return { x: 0, y: ys.length ? Math.max(...ys) + 120 : 40 };
+  }
+  const xs = nodes.map((n) => n.position.x);
+  return { x: xs.length ? Math.max(...xs) + 240 : 240, y: 40 };
 }
 
 // layout places nodes by their depth in the graph (longest path from a
@@ -137,7 +140,14 @@ export function toFlow(g: Graph, saved: Record<string, { x: number; y: number }>
 }
 
 export function flowEdge(from: string, to: string): Edge {
-  return { id: `${from}->${to}`, source: from, target: to, ariaLabel: `Edge from ${from} to ${to}` };
+  return {
+    id: `${from}->${to}`,
+    source: from,
+    target: to,
+    ariaLabel: `Edge from ${from} to ${to}`,
+    markerEnd: { type: MarkerType.ArrowClosed, color: "#3d4656" },
+    style: { stroke: "#3d4656", strokeWidth: 2 },
+  };
 }
 
 // clean drops the fields a node leaves empty, so the graph reads as one

@@ -7,6 +7,7 @@ import {
   addEdge,
   useEdgesState,
   useNodesState,
+  useReactFlow,
   type Connection,
   type Edge,
 } from "@xyflow/react";
@@ -104,6 +105,12 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState("");
+  const flow = useReactFlow();
+  const [refit, setRefit] = useState(0);
+  // A new node may land outside the view: show the whole graph again.
+  useEffect(() => {
+    if (refit) window.requestAnimationFrame(() => flow.fitView({ maxZoom: 1, padding: 0.15 }));
+  }, [refit, flow]);
 
   // Problems show on their nodes.
   useEffect(() => {
@@ -139,6 +146,7 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
     ]);
     setSelected(n.id);
     touch();
+    setRefit((r) => r + 1);
     setNotice(`Added ${n.id}.`);
   };
 

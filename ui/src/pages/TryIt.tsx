@@ -43,7 +43,11 @@ export function TryIt({ pipeline }: { pipeline: Pipeline }) {
         url,
         (r) => {
           setRun(r);
-          if (r.status !== "running") setBusy(false);
+          if (r.status === "running") return;
+          setBusy(false);
+          // The finished run's full trace (timings, tokens, cost per node)
+          // and its workflow link come from the run's own page.
+          get<Run>(`/api/runs/${encodeURIComponent(r.runId)}`).then(setRun, setError);
         },
         (err) => (setError(err), setBusy(false)),
       );
