@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"conduit/app/apptest"
+	"conduit/ui/uitest"
 )
 
 var env *apptest.Env
@@ -51,20 +51,14 @@ func chromiumPath(t *testing.T) string {
 	return p
 }
 
-// repoRoot is the module's folder (this file is app/browsertest/…).
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 // axeSource is axe-core's browser build, from the dashboard's npm
-// dependencies (npm ci in ui/).
+// locked npm dependencies.
 func axeSource(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(repoRoot(), "ui", "node_modules", "axe-core", "axe.min.js")
+	p := filepath.Join(uitest.Deps(t), "node_modules", "axe-core", "axe.min.js")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		t.Fatalf("the accessibility check needs axe-core: run `npm ci` in ui/ (go tool task ui-deps): %v", err)
+		t.Fatalf("the accessibility check needs axe-core: %v", err)
 	}
 	return string(b)
 }
