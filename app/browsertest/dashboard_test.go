@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestDashboardFlow is the issue's "done means", in a real browser: sign
@@ -115,6 +116,19 @@ func TestDashboardFlow(t *testing.T) {
 	x.run("select model", chromedp.Click(`.react-flow__node[data-id=model1]`, chromedp.ByQuery), x.waitText("#panel-h", "model1"))
 	x.accessible("editor")
 	x.shot("editor")
+	// The keyboard: a focused node is selected with Enter; the tabs move
+	// with the arrow keys.
+	x.run("keyboard",
+		chromedp.Focus(`.react-flow__node[data-id=input1]`, chromedp.ByQuery),
+		chromedp.KeyEvent(kb.Enter),
+		x.waitText("#panel-h", "input1"),
+		chromedp.Focus(`#tab-0`, chromedp.ByQuery),
+		chromedp.KeyEvent(kb.ArrowRight),
+		chromedp.Poll(`document.activeElement.id === "tab-1" && document.activeElement.getAttribute("aria-selected") === "true"`, nil),
+		x.waitText("#tabpanel-1", "Compare"),
+		chromedp.KeyEvent(kb.ArrowLeft),
+		chromedp.WaitVisible(`.react-flow__node[data-id=model1]`, chromedp.ByQuery),
+	)
 
 	// Try it: the serving version runs; outputs, usage and cost show.
 	x.run("try it",
