@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { get, post, qs, usd, when } from "../api";
 import { ErrorNote, Page, useLoad } from "../ui";
 
@@ -40,7 +40,7 @@ export function Credits() {
       const back = `${location.origin}/dashboard/billing`;
       const s = await post<{ id: string; url: string }>("/api/billing/packs/checkout", {
         pack: pack.id,
-        successUrl: `${back}?checkout=success`,
+        successUrl: `${back}?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
         cancelUrl: `${back}?checkout=cancelled`,
       });
       location.assign(s.url);
@@ -54,13 +54,46 @@ export function Credits() {
     setFilter({ types: types.join(","), from, to });
     setPages([""]);
   };
-  const outcome = new URLSearchParams(location.search).get("checkout");
+  const params = new URLSearchParams(location.search);
+  const outcome = params.get("checkout");
+  const sessionId = params.get("session_id") ?? "";
+  // Back from a paid checkout: the pack is granted by a workflow the
+  // provider's webhook starts, so watch the ledger until it shows.
+  const [credited, setCredited] = useState(false);
+  useEffect(() => {
+    if (outcome !== "success" || !sessionId) return;
+    let live = true;
+    let timer: number | undefined;
+    const check = async (left: number) => {
+      try {
+        const r = await get<{ entries: Entry[] }>("/api/account/ledger" + qs({ type: "pack", limit: 20 }));
+        if (!live) return;
+        if (r.entries.some((e) => e.reference?.includes(sessionId))) {
+          setCredited(true);
+          balance.reload();
+          ledger.reload();
+          return;
+        }
+      } catch {
+        // try again below
+      }
+      if (live && left > 0) timer = window.setTimeout(() => check(left - 1), 1000);
+    };
+    check(60);
+    return () => {
+      live = false;
+      window.clearTimeout(timer);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [outcome, sessionId]);
 
   return (
     <Page title="Credits">
       {outcome === "success" && (
         <p role="status" className="ok">
-          Payment received: the pack is credited to your balance once the payment provider confirms it.
+          {credited
+            ? "Payment received: the pack is credited to your balance."
+            : "Payment received: the pack is credited as soon as the payment provider confirms it…"}
         </p>
       )}
       {outcome === "cancelled" && <p role="status">Checkout cancelled; nothing was charged.</p>}
