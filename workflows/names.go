@@ -14,6 +14,8 @@ const (
 	WfRender      = "Render"
 	WfMediaEdit   = "MediaEdit"
 	WfEnclave     = "Enclave"
+	// WfPackPurchase grants a credit pack bought by card (pack/<session>).
+	WfPackPurchase = "PackPurchase"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -42,4 +44,7 @@ const (
 	ActEnclaveResume    = "EnclaveResume"
 	ActEnclaveTerminate = "EnclaveTerminate"
 	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
+
+	// ActRecordPack grants a card-bought pack once per checkout.
+	ActRecordPack = "RecordPack"
 )

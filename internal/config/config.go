@@ -38,6 +38,7 @@ type Config struct {
 	OAuth    OAuth    `mapstructure:"oauth"`
 	SignIn   SignIn   `mapstructure:"signin"`
 	Enclaves Enclaves `mapstructure:"enclaves"`
+	Checkout Checkout `mapstructure:"checkout"`
 }
 
 // Enclaves configures the enclave lifecycle (docs/enclaves.md). Off by
@@ -429,7 +430,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -540,6 +541,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateMedia()...)
 	errs = append(errs, c.validateAudio()...)
 	errs = append(errs, c.validateOAuth()...)
+	errs = append(errs, c.validateCheckout()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

@@ -25,10 +25,24 @@ CREATE TABLE checkout_sessions (
 );
 CREATE INDEX checkout_sessions_account ON checkout_sessions (account_id, created_at DESC);
 
+-- Every verified webhook event, once per event id, as it arrived (body and
+-- Stripe-Signature header): what the provider told us, for audit and for
+-- replaying an event in development.
+CREATE TABLE checkout_events (
+    id          text PRIMARY KEY,
+    session_id  text        NOT NULL,
+    type        text        NOT NULL,
+    payload     bytea       NOT NULL,
+    signature   text        NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX checkout_events_session ON checkout_events (session_id, received_at);
+
 -- The dashboard's run history lists an account's runs over all its
 -- pipelines, newest first.
 CREATE INDEX runs_account ON runs (account_id, started_at DESC, run_id DESC);
 
 -- +goose Down
 DROP INDEX runs_account;
+DROP TABLE checkout_events;
 DROP TABLE checkout_sessions;
