@@ -41,9 +41,10 @@ func TestDashboardFlow(t *testing.T) {
 	x.run("balance", x.waitText(`[data-testid=balance]`, "5.00 USD"), x.waitText("table", "free_grant"))
 	x.accessible("credits")
 	x.shot("credits")
-	buyPack(x)
-	x.run("pack credited", x.waitText(`[data-testid=balance]`, "57.50 USD"), x.waitText("table", "pack"))
-	replayWebhook(x)
+	session := buyPack(x)
+	x.run("pack credited", x.waitText(`[role=status]`, "the pack is credited to your balance."),
+		x.waitText(`[data-testid=balance]`, "57.50 USD"), x.waitText("table", "pack"))
+	replayWebhook(x, session)
 	x.run("refresh", x.click("Refresh"), x.waitText(`[data-testid=balance]`, "57.50 USD"))
 	var packs int
 	x.run("count pack entries", chromedp.Evaluate(`[...document.querySelectorAll("tbody tr")].filter(r => r.children[1]?.textContent === "pack").length`, &packs))
@@ -65,6 +66,7 @@ func TestDashboardFlow(t *testing.T) {
 	if !strings.HasPrefix(secret, "cnd_") {
 		t.Fatalf("the new key's secret is %q", secret)
 	}
+	x.run("copy secret", x.click("Copy secret"), x.waitText(".secret button", "Copied"))
 	x.accessible("keys")
 	x.shot("keys")
 	x.run("deactivate", x.click("Deactivate"), x.waitText("tbody", "inactive"), x.click("Reactivate"),

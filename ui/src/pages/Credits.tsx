@@ -37,7 +37,7 @@ export function Credits() {
     setBuying(pack.id);
     setBuyError(null);
     try {
-      const back = `${location.origin}/dashboard/billing`;
+      const back = "/dashboard/billing";
       const s = await post<{ id: string; url: string }>("/api/billing/packs/checkout", {
         pack: pack.id,
         successUrl: `${back}?checkout=success&session_id={CHECKOUT_SESSION_ID}`,
