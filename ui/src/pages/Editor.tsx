@@ -67,16 +67,19 @@ export function Editor({ id }: { id: string }) {
               </button>
             ))}
           </div>
-          <div role="tabpanel" id={`tabpanel-${tabs.indexOf(tab)}`} aria-labelledby={`tab-${tabs.indexOf(tab)}`}>
-            {tab === "Editor" && (
-              <ReactFlowProvider>
-                <Canvas pipeline={p} onSaved={pl.reload} />
-              </ReactFlowProvider>
-            )}
-            {tab === "Versions" && <Versions pipeline={p} onChanged={pl.reload} />}
-            {tab === "Try it" && <TryIt pipeline={p} />}
-            {tab === "Use from code" && <Snippets pipeline={p} />}
-          </div>
+          {tabs.map((t, i) => (
+            <div key={t} role="tabpanel" id={`tabpanel-${i}`} aria-labelledby={`tab-${i}`} hidden={tab !== t}>
+              {/* The editor stays mounted, so unsaved changes survive a look at another tab. */}
+              {t === "Editor" && (
+                <ReactFlowProvider>
+                  <Canvas pipeline={p} onSaved={pl.reload} />
+                </ReactFlowProvider>
+              )}
+              {t === "Versions" && tab === t && <Versions pipeline={p} onChanged={pl.reload} />}
+              {t === "Try it" && tab === t && <TryIt pipeline={p} />}
+              {t === "Use from code" && tab === t && <Snippets pipeline={p} />}
+            </div>
+          ))}
         </>
       )}
     </Page>
