@@ -52,6 +52,12 @@ func TestDashboardFlow(t *testing.T) {
 		t.Fatalf("the ledger shows %d pack entries after the webhook was replayed, want 1", packs)
 	}
 	x.shot("credits-after-pack")
+	// The ledger's type filter.
+	x.run("filter ledger",
+		chromedp.Click(`//label[normalize-space()="free_grant"]/input`, chromedp.BySearch),
+		x.click("Apply filters"),
+		chromedp.Poll(`(() => { const r = [...document.querySelectorAll("tbody tr")]; return r.length === 1 && r[0].children[1].textContent === "free_grant"; })()`, nil),
+	)
 
 	// API keys: the secret is shown once; deactivate and reactivate work.
 	x.open("/dashboard/keys", "API keys")
@@ -158,6 +164,15 @@ func TestDashboardFlow(t *testing.T) {
 	x.run("runs list", x.waitText("tbody", "Greeter"), x.waitText("tbody", "success"))
 	x.accessible("runs")
 	x.shot("runs")
+	// The status filter: no run failed.
+	x.run("filter runs",
+		chromedp.Evaluate(`(() => { const s = document.querySelector("select[name=status]"); s.value = "error"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`, nil),
+		x.click("Apply filters"),
+		x.waitText("tbody", "No runs match."),
+		chromedp.Evaluate(`(() => { const s = document.querySelector("select[name=status]"); s.value = "success"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`, nil),
+		x.click("Apply filters"),
+		x.waitText("tbody", "Greeter"),
+	)
 
 	// Edit, publish v2, diff v1 → v2, roll back to v1.
 	x.open("/dashboard/pipelines/"+id, "Pipeline: Greeter")

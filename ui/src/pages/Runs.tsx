@@ -30,7 +30,7 @@ export function RunList() {
       <form onSubmit={apply} className="filters card">
         <label>
           Pipeline
-          <select value={pipelineId} onChange={(e) => setPipelineId(e.target.value)}>
+          <select name="pipelineId" value={pipelineId} onChange={(e) => setPipelineId(e.target.value)}>
             <option value="">all pipelines</option>
             {pipes.data?.pipelines.map((p) => (
               <option key={p.id} value={p.id}>
@@ -41,7 +41,7 @@ export function RunList() {
         </label>
         <label>
           Status
-          <select value={status} onChange={(e) => setStatus(e.target.value)}>
+          <select name="status" value={status} onChange={(e) => setStatus(e.target.value)}>
             {statuses.map((s) => (
               <option key={s} value={s}>
                 {s || "any status"}
