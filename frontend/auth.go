@@ -22,7 +22,7 @@ var challengedPaths = []string{oauth.ResourcePath, "/api/v1/tools"}
 // credential too (session.go), except on the routes that only bearers
 // reach (cookieAllowed).
 func (s *Server) authenticate(c *gin.Context) {
-	if c.GetHeader("Authorization") == "" && cookieAllowed(c) {
+	if c.GetHeader("Authorization") == "" && s.deps.Humans != nil && cookieAllowed(c) {
 		ok, stop := s.sessionPrincipal(c)
 		if stop {
 			return

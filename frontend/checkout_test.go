@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stripe/stripe-go/v85/webhook"
+
 	"conduit/frontend"
 	"conduit/internal/checkout"
+	"conduit/internal/checkout/stripetest"
+	"conduit/internal/money"
 	"conduit/workflows"
 )
 
@@ -259,4 +264,105 @@ func TestWebhookMustAgreeWithOurCheckout(t *testing.T) {
 func jsonNumber(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// The Stripe provider end to end: the API opens a Checkout Session at the
+// stand-in Stripe through the official library, and the event Stripe
+// sends when it is paid (signed by the library's own test signer) grants
+// the pack once.
+func TestStripeCheckoutGrantsOnce(t *testing.T) {
+	api := stripetest.New()
+	defer api.Close()
+	const secret = "whsec_stripe_endpoint_secret_for_tests"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := *env.Config
+	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
+	cfg.Checkout.Provider, cfg.Checkout.StripeSecretKey, cfg.Checkout.StripeAPIURL, cfg.Checkout.WebhookSecret = "stripe", stripetest.Key, api.URL, secret
+	deps := env.Platform.FrontendDeps()
+	deps.Config = &cfg
+	deps.Checkout = &checkout.Service{Store: env.Platform.Store, Temporal: env.Platform.Temporal, WebhookSecret: secret, Tolerance: 5 * time.Minute,
+		SessionTTL: 24 * time.Hour, Provider: checkout.NewStripe(checkout.StripeOptions{SecretKey: stripetest.Key, APIURL: api.URL})}
+	srv := &http.Server{Handler: frontend.New(deps).Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	base := cfg.HTTP.PublicURL
+	call := func(method, path, key string, body any, headers ...string) (int, map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+
+	acct, key := env.NewAccount(t)
+	if st, packs := call("GET", frontend.PacksPath, key, nil); st != http.StatusOK || packs["provider"] != "stripe" || packs["testMode"] != true {
+		t.Fatalf("packs: %d %v", st, packs)
+	}
+	st, opened := call("POST", frontend.CheckoutPath, key, map[string]any{"pack": "25", "successUrl": "/dashboard/credits?paid={CHECKOUT_SESSION_ID}"})
+	if st != http.StatusCreated || !strings.HasPrefix(opened["url"].(string), "https://checkout.stripe.com/c/pay/"+opened["id"].(string)) {
+		t.Fatalf("open: %d %v", st, opened)
+	}
+	id := opened["id"].(string)
+	if f := api.Requests[len(api.Requests)-1]; f.Get("client_reference_id") != acct || f.Get("line_items[0][price_data][unit_amount]") != "2500" ||
+		f.Get("success_url") != base+"/dashboard/credits?paid={CHECKOUT_SESSION_ID}" {
+		t.Fatalf("what Stripe was asked: %v", f)
+	}
+	cs, err := env.Platform.Store.CheckoutSessionByID(context.Background(), id)
+	if err != nil || cs.Provider != "stripe" || cs.AccountID != acct || cs.Price != 25*money.USD || cs.Status != "open" {
+		t.Fatalf("stored: %+v %v", cs, err)
+	}
+
+	payload, err := api.Completed(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: payload, Secret: secret, Timestamp: time.Now()})
+	post := func(body []byte, sig string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+frontend.StripeWebhookPath, bytes.NewReader(body))
+		req.Header.Set(checkout.SignatureHeader, sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	// Signed with the local checkout's secret: not this endpoint's.
+	if st, _ := post(payload, checkout.Sign(payload, env.Config.Checkout.WebhookSecret, time.Now())); st != http.StatusBadRequest {
+		t.Fatalf("another secret: %d", st)
+	}
+	if st, body := post(signed.Payload, signed.Header); st != http.StatusOK || body["started"] != true {
+		t.Fatalf("webhook: %d %v", st, body)
+	}
+	if res := packGranted(t, id); res.Credit != 25*money.USD {
+		t.Fatalf("grant %+v", res)
+	}
+	if st, body := post(signed.Payload, signed.Header); st != http.StatusOK || body["duplicate"] != true {
+		t.Fatalf("replay: %d %v", st, body)
+	}
+	if bal := balanceUSD(t, key); bal != 30 {
+		t.Fatalf("balance %v, want 30", bal)
+	}
+	if cs, _ := env.Platform.Store.CheckoutSessionByID(context.Background(), id); cs.Status != "complete" || cs.PaymentStatus != "paid" || cs.CompletedAt == nil {
+		t.Fatalf("the session after payment: %+v", cs)
+	}
 }

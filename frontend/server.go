@@ -164,6 +164,7 @@ func New(d Deps) *Server {
 	edge.POST(StripeWebhookPath, s.stripeWebhook)
 	edge.GET(checkout.LocalPagePath+":id", s.checkoutPage)
 	edge.POST(checkout.LocalPagePath+":id", s.checkoutPay)
+	edge.POST(CreditsCheckoutPath, s.creditsCheckout)
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).
