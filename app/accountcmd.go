@@ -64,35 +64,42 @@ func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Se
 		return err
 	}
 	// Everything is checked before the account exists, so a bad email or
-	// password leaves nothing behind.
-	var password string
+	// password leaves nothing behind; with -email the account and its login
+	// are opened together (humans.OpenAccount, the dashboard's sign-up).
+	var acct store.Account
+	var login *store.Login
 	if *email != "" {
 		if _, err := humans.NormalizeEmail(*email); err != nil {
 			return err
 		}
-		var err error
-		if password, err = readPassword(env); err != nil {
+		password, err := readPassword(env)
+		if err != nil {
 			return err
 		}
 		if err := humans.CheckNewPassword(password); err != nil {
 			return err
 		}
-	}
-	acct, err := svc.CreateAccount(ctx, *name)
-	if err != nil {
-		return err
+		if strings.TrimSpace(*name) == "" {
+			return fmt.Errorf("account name must be 1 to 100 characters")
+		}
+		a, l, err := people.OpenAccount(ctx, *name, *email, password, strings.Split(*perms, ","))
+		if err != nil {
+			return err
+		}
+		acct, login = a, &l
+	} else {
+		var err error
+		if acct, err = svc.CreateAccount(ctx, *name); err != nil {
+			return err
+		}
 	}
 	key, plain, err := svc.CreateKey(ctx, acct.ID, accounts.KeyRequest{Name: "created by CLI", Permissions: strings.Split(*perms, ",")})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "account %s (%s), balance %s USD\nkey %s: %s\n", acct.ID, acct.Name, acct.Balance, key.ID, plain)
-	if *email != "" {
-		l, err := people.CreateLogin(ctx, acct.ID, *email, password, strings.Split(*perms, ","))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Stdout, "login %s: %s signs in at /signin\n", l.ID, l.Email)
+	if login != nil {
+		fmt.Fprintf(env.Stdout, "login %s: %s signs in at /signin\n", login.ID, login.Email)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"conduit/frontend"
 	"conduit/internal/accounts"
+	"conduit/internal/checkout"
 	"conduit/internal/config"
 	"conduit/internal/humans"
 	"conduit/internal/library"
@@ -53,6 +54,8 @@ type Platform struct {
 	OAuth *oauth.Provider
 	// Enclaves is nil while enclaves.enabled is off.
 	Enclaves *Enclaves
+	// Checkout sells credit packs by card (nil provider: off).
+	Checkout *checkout.Service
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -91,6 +94,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	}
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
 	p.Library = med.library(p, tc)
+	p.Checkout = openCheckout(cfg, st, tc, log)
 	if p.Enclaves, err = openEnclaves(cfg); err != nil {
 		tc.Close()
 		pay.Close()
@@ -179,7 +183,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.frontend(p.Config), Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
-		Enclaves: p.enclaveFrontend()}
+		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout}
 }
 
 // Accounts is the account and key service on this platform's store; it
@@ -205,4 +209,23 @@ func rootCause(err error) error {
 		}
 		err = u
 	}
+}
+
+// openCheckout builds card payments for credit packs from checkout.*: the
+// local TEST MODE checkout, Stripe, or off (docs/accounts.md).
+func openCheckout(cfg *config.Config, st *store.Store, tc client.Client, log *slog.Logger) *checkout.Service {
+	k := cfg.Checkout
+	svc := &checkout.Service{Store: st, Temporal: tc, WebhookSecret: k.WebhookSecret, Tolerance: k.WebhookTolerance, SessionTTL: k.SessionTTL, Log: log}
+	if err := k.Ready(); err != nil {
+		log.Info("card payments for credit packs are off", "reason", err)
+		return svc
+	}
+	switch k.Provider {
+	case "local":
+		log.Warn("card checkout is in TEST MODE (checkout.provider local): a fake card buys real credit; use stripe in production")
+		svc.Provider = &checkout.Local{BaseURL: cfg.BaseURL(), Secret: k.WebhookSecret}
+	case "stripe":
+		svc.Provider = checkout.NewStripe(checkout.StripeOptions{SecretKey: k.StripeSecretKey, APIURL: k.StripeAPIURL})
+	}
+	return svc
 }

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,7 +18,20 @@ const principalKey = "conduit.principal"
 var challengedPaths = []string{oauth.ResourcePath, "/api/v1/tools"}
 
 // authenticate resolves the bearer key; every route behind it has a caller.
+// Without an Authorization header, the dashboard's session cookie is a
+// credential too (session.go), except on the routes that only bearers
+// reach (cookieAllowed).
 func (s *Server) authenticate(c *gin.Context) {
+	if c.GetHeader("Authorization") == "" && s.deps.Humans != nil && cookieAllowed(c) {
+		ok, stop := s.sessionPrincipal(c)
+		if stop {
+			return
+		}
+		if ok {
+			c.Next()
+			return
+		}
+	}
 	p, err := s.deps.Accounts.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
 	if err != nil {
 		fail(c, err)
@@ -52,4 +66,19 @@ func principal(c *gin.Context) accounts.Principal {
 	p, _ := c.Get(principalKey)
 	pr, _ := p.(accounts.Principal)
 	return pr
+}
+
+// cookieAllowed: the session cookie authenticates the public API's
+// account, key, pipeline, run, media, enclave and billing routes, never
+// the tool server and its mirror (OAuth access tokens and keys only: they
+// answer any origin) nor chat completions (an OpenAI-compatible client's
+// route). Pay-per-call and x402 top-up routes do not authenticate here.
+func cookieAllowed(c *gin.Context) bool {
+	p := c.Request.URL.Path
+	for _, prefix := range challengedPaths {
+		if p == prefix || strings.HasPrefix(p, prefix+"/") {
+			return false
+		}
+	}
+	return c.FullPath() != ChatPath
 }

@@ -16,6 +16,7 @@ import (
 
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/checkout"
 	"conduit/internal/config"
 	"conduit/internal/humans"
 	"conduit/internal/library"
@@ -45,7 +46,10 @@ type Deps struct {
 	OAuth *oauth.Provider
 	// Humans signs people in (the consent page, the dashboard).
 	Humans *humans.Service
-	Log    *slog.Logger
+	// Checkout sells credit packs by card (its routes answer 503 when
+	// its provider is nil).
+	Checkout *checkout.Service
+	Log      *slog.Logger
 	// Enclaves configures the enclave routes (off: they answer 503).
 	Enclaves Enclaves
 	// DevTools mounts the dev-only routes (POST /dev/x402/mint). Only the
@@ -75,6 +79,8 @@ type Server struct {
 	registerLimit gin.HandlerFunc
 	// crossOrigin refuses form posts from other sites.
 	crossOrigin *http.CrossOriginProtection
+	// spa is the dashboard app (spa.go).
+	spa *spa
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -106,6 +112,9 @@ func New(d Deps) *Server {
 	r.HandleMethodNotAllowed = true
 	r.Use(requestContext(d.Log), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
 	r.NoRoute(func(c *gin.Context) {
+		if s.spa.fallback(c) {
+			return
+		}
 		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
@@ -137,16 +146,35 @@ func New(d Deps) *Server {
 		s.mountCodec(r)
 	}
 
+	// The dashboard app (docs/dashboard.md).
+	s.mountDashboard(r)
+
 	// Human sign-in and the OAuth authorization server (docs/oauth.md).
 	edge.GET(SignInPath, s.signInPage)
 	edge.POST(SignInPath, s.signIn)
 	edge.POST(SignOutPath, s.signOut)
 	s.mountOAuth(r)
+	// The dashboard's session API (session.go).
+	edge.GET(SessionPath, s.getSession)
+	edge.POST(SessionPath, s.createSession)
+	edge.DELETE(SessionPath, s.deleteSession)
+	edge.POST(SignUpPath, s.signUp)
+	// Card payments for credit packs (checkout.go): the provider's webhook
+	// (its signature is the credential) and the local TEST MODE checkout.
+	edge.POST(StripeWebhookPath, s.stripeWebhook)
+	edge.GET(checkout.LocalPagePath+":id", s.checkoutPage)
+	edge.POST(checkout.LocalPagePath+":id", s.checkoutPay)
+	edge.POST(CreditsCheckoutPath, s.creditsCheckout)
 
 	// The route table: every /api route authenticates; each group names the
 	// scope it needs (docs/accounts.md lists them).
 	api := edge.Group("/api", s.authenticate)
 	api.GET("/account/balance", s.balance)
+	api.GET("/account/ledger", s.ledger)
+	api.GET("/billing/packs", s.listPacks)
+	api.POST("/billing/packs/checkout", s.openCheckout)
+	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
+	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
+	"conduit/internal/accounts"
 	"conduit/internal/models"
 	"conduit/internal/store"
 	"conduit/internal/x402"
@@ -58,6 +59,7 @@ func Registry(d Deps) []Queue {
 	runs := &activities.Runs{Store: d.Store}
 	models := &activities.Models{Catalog: d.Catalog, Deltas: d.Deltas}
 	pay := &activities.Payments{Store: d.Store, Facilitator: d.Facilitator}
+	packs := &activities.Packs{Accounts: &accounts.Service{Store: d.Store}, Store: d.Store}
 	payments := map[string]any{workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant}
 	queues := []Queue{
 		{Queue: workflows.SystemQueue,
@@ -66,7 +68,9 @@ func Registry(d Deps) []Queue {
 		{Queue: workflows.PipelineQueue,
 			Workflows:  map[string]any{workflows.WfPipelineRun: workflows.PipelineRun},
 			Activities: map[string]any{workflows.ActOpenRun: runs.Open, workflows.ActGenerate: models.Generate, workflows.ActFinishRun: runs.Finish, workflows.ActFailRun: runs.Fail}},
-		{Queue: workflows.PaymentsQueue, Workflows: map[string]any{workflows.WfTopUp: workflows.TopUp}, Activities: payments},
+		{Queue: workflows.PaymentsQueue,
+			Workflows:  map[string]any{workflows.WfTopUp: workflows.TopUp, workflows.WfPackPurchase: workflows.PackPurchase},
+			Activities: map[string]any{workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant, workflows.ActRecordPack: packs.Record}},
 	}
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on

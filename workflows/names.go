@@ -14,6 +14,8 @@ const (
 	WfRender      = "Render"
 	WfMediaEdit   = "MediaEdit"
 	WfEnclave     = "Enclave"
+	// WfPackPurchase grants a credit pack bought by card (pack/<session>).
+	WfPackPurchase = "PackPurchase"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -44,4 +46,7 @@ const (
 	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
 	ActEnclaveWatch     = "EnclaveWatch"
 	ActEnclaveBuild     = "EnclaveBuild"
+
+	// ActRecordPack grants a card-bought pack once per checkout.
+	ActRecordPack = "RecordPack"
 )

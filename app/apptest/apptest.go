@@ -234,6 +234,10 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	cfg.X402.RateLimit = "100000-M"
 	cfg.SignIn.RateLimit = "100000-M"
 	cfg.OAuth.RegisterRateLimit = "100000-M"
+	// Card payments for credit packs: the local TEST MODE checkout, with a
+	// fresh webhook secret.
+	cfg.Checkout.Provider = "local"
+	cfg.Checkout.WebhookSecret = "whsec_" + hexutil.Encode(crypto.Keccak256([]byte("checkout " + dir)))[2:]
 	// OAuth on, with a fresh secret.
 	cfg.OAuth.Secret = hexutil.Encode(crypto.Keccak256([]byte("oauth " + dir)))
 	// Pay-per-call: a fresh signing secret, files under the test folder,

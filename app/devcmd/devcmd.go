@@ -84,6 +84,9 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	defer stack.Stop()
 	cfg.Database.URL = stack.DatabaseURL
 	cfg.Temporal.Address = stack.TemporalAddress
+	if cfg.Temporal.UIURL == "" && stack.TemporalUI != "" {
+		cfg.Temporal.UIURL = "http://" + stack.TemporalUI
+	}
 	if err := localPayments(cfg, dataDir); err != nil {
 		return err
 	}
@@ -91,6 +94,9 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	if err := localOAuth(cfg, dataDir); err != nil {
+		return err
+	}
+	if err := localCheckout(cfg, dataDir); err != nil {
 		return err
 	}
 	renderTools(cfg, env.Log)
@@ -139,6 +145,13 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 	fmt.Fprintf(w, "  data folder   %s\n", dataDir)
 	fmt.Fprintf(w, "  dev API key   %s   (also in %s)\n", key, filepath.Join(dataDir, KeyFile))
 	fmt.Fprintf(w, "  dev login     %s / %s   (at %s%s; password also in %s)\n", DevEmail, password, env.Config.BaseURL(), frontend.SignInPath, filepath.Join(dataDir, PasswordFile))
+	if co := p.Checkout; co.Enabled() {
+		mode := ""
+		if !co.Provider.Livemode() {
+			mode = ", TEST MODE"
+		}
+		fmt.Fprintf(w, "  credit packs  %s%s (card checkout: %s%s)\n", env.Config.BaseURL(), frontend.CreditsPagePath, co.Provider.Name(), mode)
+	}
 	if p.OAuth != nil {
 		fmt.Fprintf(w, "  tool server   %s (OAuth: %s)\n", p.OAuth.Resource(), p.OAuth.ResourceMetadataURL())
 	}
@@ -242,6 +255,28 @@ func localOAuth(cfg *config.Config, dataDir string) error {
 		return err
 	}
 	cfg.OAuth.Secret = b
+	return nil
+}
+
+// localCheckout sells credit packs through the local TEST MODE checkout
+// unless checkout.provider names one, with a webhook secret kept in the
+// data folder (whsec_…, like Stripe's).
+func localCheckout(cfg *config.Config, dataDir string) error {
+	if cfg.Checkout.Provider == "" {
+		cfg.Checkout.Provider = "local"
+	}
+	if cfg.Checkout.WebhookSecret != "" {
+		return nil
+	}
+	b, err := kept(dataDir, "checkout-webhook-secret", func() (string, error) {
+		buf := make([]byte, 32)
+		_, err := rand.Read(buf)
+		return "whsec_" + hex.EncodeToString(buf), err
+	})
+	if err != nil {
+		return err
+	}
+	cfg.Checkout.WebhookSecret = b
 	return nil
 }
 

@@ -39,6 +39,7 @@ type Config struct {
 	SignIn   SignIn   `mapstructure:"signin"`
 	Enclaves Enclaves `mapstructure:"enclaves"`
 	Admin    Admin    `mapstructure:"admin"`
+	Checkout Checkout `mapstructure:"checkout"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -344,6 +345,10 @@ type Temporal struct {
 	// separated, the first sealing new payloads (internal/codec). Empty:
 	// payloads are stored in the clear.
 	CodecKeys string `mapstructure:"codec_keys"`
+	// UIURL is the Temporal Web UI's address (http://host:8233); run
+	// pages link each run's workflow there. Empty: no link. The dev
+	// command sets it to its embedded UI.
+	UIURL string `mapstructure:"ui_url"`
 }
 
 // Dev configures the embedded stack the dev command starts.
@@ -386,6 +391,7 @@ var defaults = map[string]any{
 	"temporal.render_concurrency":      2,
 	"temporal.stop_timeout":            "10m",
 	"temporal.codec_keys":              "",
+	"temporal.ui_url":                  "",
 	"enclaves.enabled":                 false,
 	"enclaves.data_dir":                ".data/enclaves",
 	"enclaves.attestation_dir":         ".data/attestation",
@@ -454,7 +460,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -514,6 +520,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("temporal.address (%s_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) %q is not host:port: %v", EnvPrefix, c.Temporal.Address, err))
 		}
 	}
+	if c.Temporal.UIURL != "" {
+		if u, err := url.Parse(c.Temporal.UIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("temporal.ui_url (%s_TEMPORAL_UI_URL) %q must be an absolute http(s) URL", EnvPrefix, c.Temporal.UIURL))
+		}
+	}
 	if c.Temporal.Namespace == "" {
 		errs = append(errs, fmt.Errorf("temporal.namespace (%s_TEMPORAL_NAMESPACE) must not be empty", EnvPrefix))
 	}
@@ -563,6 +574,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateMedia()...)
 	errs = append(errs, c.validateAudio()...)
 	errs = append(errs, c.validateOAuth()...)
+	errs = append(errs, c.validateCheckout()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

@@ -20,6 +20,7 @@ import (
 
 	"conduit/internal/accounts"
 	"conduit/internal/apikey"
+	"conduit/internal/errs"
 	"conduit/internal/pgtext"
 	"conduit/internal/store"
 )
@@ -182,6 +183,12 @@ func (s *Service) SignIn(ctx context.Context, email, password string) (string, H
 	if !CheckPassword(password, hash) {
 		return "", Human{}, ErrBadCredentials
 	}
+	return s.OpenSession(ctx, l)
+}
+
+// OpenSession signs the login in without its password (the sign-up that
+// has just set it): a new session's secret and the human.
+func (s *Service) OpenSession(ctx context.Context, l store.Login) (string, Human, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", Human{}, err
@@ -263,4 +270,49 @@ func NewFormToken() string {
 // matches.
 func SameToken(a, b string) bool {
 	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// fieldError is a bad sign-up field, named in the error's "field".
+func fieldError(field string, err error) error {
+	return &errs.Error{Kind: errs.Invalid, Msg: err.Error(), Extra: map[string]any{"field": field}}
+}
+
+// OpenAccount opens a human account with its free credit and an email
+// sign-in, in one transaction (an email in use leaves nothing behind): the
+// `account create -email` command and the dashboard's sign-up both come
+// here. name defaults to the email; permissions bound what the login may
+// use and grant (nil: every scope). A bad email or password is an Invalid
+// error naming the field; an email in use is a Conflict.
+func (s *Service) OpenAccount(ctx context.Context, name, email, password string, permissions []string) (store.Account, store.Login, error) {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return store.Account{}, store.Login{}, fieldError("email", err)
+	}
+	if err := checkPassword(password); err != nil {
+		return store.Account{}, store.Login{}, fieldError("password", err)
+	}
+	_, perms, err := checkNew(norm, password, permissions)
+	if err != nil {
+		return store.Account{}, store.Login{}, err
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = norm
+		if r := []rune(name); len(r) > 100 {
+			name = string(r[:100])
+		}
+	}
+	if utf8.RuneCountInString(name) > 100 || pgtext.Problem(name) != "" {
+		return store.Account{}, store.Login{}, &accounts.InputError{Msg: "account name must be 1 to 100 characters"}
+	}
+	hash, err := HashPassword(password)
+	if err != nil {
+		return store.Account{}, store.Login{}, err
+	}
+	acct, l, err := s.Store.OpenHumanWithLogin(ctx, store.NewID("acct"), name, accounts.FreeCredit,
+		store.NewLogin{Email: norm, PasswordHash: hash, Permissions: perms})
+	if errors.Is(err, store.ErrEmailTaken) {
+		return acct, l, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf("a login with email %s already exists; sign in instead", norm), Extra: map[string]any{"field": "email"}}
+	}
+	return acct, l, err
 }

@@ -237,3 +237,15 @@ func (s *Store) ChargesForHold(ctx context.Context, holdID string) (int, money.M
 	err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(-sum(amount_micros), 0)::bigint FROM ledger_entries WHERE hold_id = $1 AND kind = 'charge'`, holdID).Scan(&n, &sum)
 	return n, sum, err
 }
+
+// AccountRunPage lists an account's runs of every pipeline newest first;
+// pipelineID and status filter when not empty; after continues from a
+// previous page's last run id (of the same account).
+func (s *Store) AccountRunPage(ctx context.Context, account, pipelineID, status, after string, limit int) ([]Run, error) {
+	return queryList(ctx, s, scanRun, `
+		SELECT `+runCols+` FROM runs
+		WHERE account_id = $1 AND ($2 = '' OR pipeline_id = $2) AND ($3 = '' OR status = $3)
+		  AND ($4 = '' OR (started_at, run_id) < (SELECT started_at, run_id FROM runs WHERE run_id = $4 AND account_id = $1))
+		ORDER BY started_at DESC, run_id DESC
+		LIMIT $5`, account, pipelineID, status, after, limit)
+}

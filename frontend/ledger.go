@@ -1,0 +1,22 @@
+package frontend
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"conduit/internal/accounts"
+)
+
+// ledger: GET /api/account/ledger?type=&from=&to=&limit=&cursor= — the
+// account's credit movements, newest first (docs/accounts.md, "Ledger").
+func (s *Server) ledger(c *gin.Context) {
+	page, err := s.deps.Accounts.Ledger(c.Request.Context(), principal(c).AccountID, accounts.LedgerQuery{
+		Types: c.Query("type"), From: c.Query("from"), To: c.Query("to"), Limit: c.Query("limit"), Cursor: c.Query("cursor"),
+	})
+	if err != nil {
+		fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, page)
+}
