@@ -46,6 +46,7 @@ func ProductionCommands() map[string]Command {
 		"migrate":  {Summary: "apply database migrations and exit", Run: migrate},
 		"account":  accountCommand(),
 		"x402":     x402Command(),
+		"task":     taskCommand(),
 	}
 }
 

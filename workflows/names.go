@@ -14,6 +14,7 @@ const (
 	WfRender      = "Render"
 	WfMediaEdit   = "MediaEdit"
 	WfEnclave     = "Enclave"
+	WfTaskRun     = "TaskRun"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -42,4 +43,9 @@ const (
 	ActEnclaveResume    = "EnclaveResume"
 	ActEnclaveTerminate = "EnclaveTerminate"
 	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
+	ActEnclaveSyncTasks = "EnclaveSyncTasks"
+
+	// Scheduled tasks: the call into the enclave and the run's record.
+	ActTaskCall   = "TaskCall"
+	ActTaskRecord = "TaskRecord"
 )
