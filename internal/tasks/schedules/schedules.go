@@ -354,7 +354,8 @@ func (s *Service) Trigger(ctx context.Context, t tasks.Task, overlap string) err
 }
 
 // Backfill runs the firings the spec has in [from, to) now, as if they
-// had happened ("" overlap: buffer_all, one after another).
+// had happened ("" overlap: buffer_all, one after another). Temporal's
+// range includes its end, so the end sent is to less a millisecond.
 func (s *Service) Backfill(ctx context.Context, id string, from, to time.Time, overlap string) error {
 	if overlap == "" {
 		overlap = "buffer_all"
@@ -366,7 +367,7 @@ func (s *Service) Backfill(ctx context.Context, id string, from, to time.Time, o
 	if !from.Before(to) {
 		return tasks.Invalid("from", "must be before to")
 	}
-	if err := s.handle(id).Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{Start: from, End: to, Overlap: p}}}); err != nil {
+	if err := s.handle(id).Backfill(ctx, client.ScheduleBackfillOptions{Backfill: []client.ScheduleBackfill{{Start: from, End: to.Add(-time.Millisecond), Overlap: p}}}); err != nil {
 		return unavailable("backfilled", err)
 	}
 	return nil
