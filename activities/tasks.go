@@ -89,6 +89,11 @@ func (a *Tasks) Call(ctx context.Context, in TaskCall) (tasks.Run, error) {
 	req.Header.Set("X-Conduit-Task-Id", t.ID)
 	req.Header.Set("X-Conduit-Run-Id", in.RunID)
 	req.Header.Set("X-Conduit-Scheduled-Time", in.ScheduledAt.UTC().Format(time.RFC3339))
+	// Heartbeats tell Temporal the worker still waits on the app: a lost
+	// worker's call is recorded as failed within the heartbeat timeout,
+	// not after the longest request timeout.
+	stop := heartbeat(ctx)
+	defer stop()
 	start := time.Now()
 	resp, err := a.client().Do(req)
 	if err == nil {

@@ -430,3 +430,39 @@ func TestTaskBackfillCommand(t *testing.T) {
 		t.Fatalf("no id: %v", err)
 	}
 }
+
+// A firing is a durable workflow: one that starts while no worker runs
+// is carried out once a worker is back.
+func TestTaskRunWaitsForTheWorker(t *testing.T) {
+	key, enc := sharedEnclave(t)
+	body := taskBody(enc, "@hourly", "/durable")
+	body["status"] = "stopped"
+	id := wantStatus(t, do(t, "POST", "/api/tasks", key, body), http.StatusCreated)["id"].(string)
+	t.Cleanup(func() { do(t, "DELETE", "/api/tasks/"+id, key, nil) })
+
+	env.StopWorker()
+	t.Cleanup(func() { _ = env.StartWorker() })
+	wantStatus(t, do(t, "POST", "/api/tasks/"+id+"/run", key, nil), http.StatusAccepted)
+	// The run exists in Temporal, waiting for a worker.
+	var wfID string
+	eventually(t, 20*time.Second, func() bool {
+		d := describe(t, id)
+		if len(d.Info.RunningWorkflows) == 1 {
+			wfID = d.Info.RunningWorkflows[0].WorkflowID
+		}
+		return wfID != ""
+	}, func() string { return "the triggered run did not start" })
+	if !strings.HasPrefix(wfID, "task-run/"+id+"-") {
+		t.Fatalf("the run's workflow id is %q", wfID)
+	}
+	if n := len(runs(t, key, id)); n != 0 {
+		t.Fatalf("%d runs recorded without a worker", n)
+	}
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) == 1 }, func() string { return "no run after the worker came back" })
+	if r := runs(t, key, id)[0]; r["id"] != wfID || r["outcome"] != "success" {
+		t.Fatalf("run: %v", r)
+	}
+}

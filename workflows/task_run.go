@@ -35,6 +35,7 @@ func TaskRun(ctx workflow.Context, in tasks.RunInput) error {
 		// The request's own timeout (at most tasks.MaxTimeoutSeconds)
 		// ends the call first; a request is never sent twice.
 		StartToCloseTimeout: tasks.MaxTimeoutSeconds*time.Second + time.Minute,
+		HeartbeatTimeout:    20 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
 	var run tasks.Run
