@@ -425,6 +425,15 @@ func TestTaskBackfillCommand(t *testing.T) {
 			t.Fatalf("no successful run scheduled at %s: %v", h, seen)
 		}
 	}
+	// trigger fires it once more, now.
+	out.Reset()
+	if err := app.RunTaskCommand(context.Background(), env.Platform.Schedules(), cmdEnv, []string{"trigger", id}); err != nil || !strings.Contains(out.String(), "triggered") {
+		t.Fatalf("trigger: %v %s", err, out.String())
+	}
+	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) == 4 }, func() string { return fmt.Sprint(runs(t, key, id)) })
+	if err := app.RunTaskCommand(context.Background(), env.Platform.Schedules(), cmdEnv, []string{"trigger", "task_0000000000000000"}); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("trigger of a missing task: %v", err)
+	}
 	// The id comes first; a missing one is a sentence.
 	if err := app.RunTaskCommand(context.Background(), env.Platform.Schedules(), cmdEnv, []string{"backfill", "-from", "x"}); err == nil || !strings.Contains(err.Error(), "task id first") {
 		t.Fatalf("no id: %v", err)
