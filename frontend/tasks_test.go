@@ -383,6 +383,16 @@ func TestTaskRefusals(t *testing.T) {
 	if g := getTask(t, key, id); g["status"] != "stopped" || g["schedule"] != "@daily" {
 		t.Fatalf("after refused patches: %v", g)
 	}
+	// A schedule deleted behind the record's back (in the Temporal UI)
+	// is made again from the record on the next change.
+	h := env.Platform.Temporal.ScheduleClient().GetHandle(context.Background(), tasks.ScheduleID(id))
+	if err := h.Delete(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, do(t, "PATCH", "/api/tasks/"+id, key, map[string]any{"description": "made again"}), http.StatusOK)
+	if d := describe(t, id); !d.Schedule.State.Paused || memoString(t, d, "taskId") != id {
+		t.Fatalf("the schedule made again: %+v", d.Schedule.State)
+	}
 	// Filters.
 	l := wantStatus(t, do(t, "GET", "/api/tasks?status=stopped&enclaveId="+enc, key, nil), http.StatusOK)
 	found := false

@@ -153,14 +153,7 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 	if t, err = s.Store.CreateTask(ctx, t); err != nil {
 		return tasks.Task{}, err
 	}
-	overlap, catchup := policy(t)
-	_, err = s.Temporal.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID: tasks.ScheduleID(t.ID), Spec: spec, Action: s.action(t), Overlap: overlap, CatchupWindow: catchup,
-		Paused: t.Status != tasks.Running, Note: note(t),
-		Memo:                  map[string]any{"taskId": t.ID, "taskName": t.Name, "enclaveId": t.EnclaveID, "account": account},
-		TypedSearchAttributes: temporal.NewSearchAttributes(attrEnclave.ValueSet(t.EnclaveID), attrAccount.ValueSet(account)),
-	})
-	if err != nil {
+	if err = s.create(ctx, t, spec); err != nil {
 		// No schedule, no task: the row goes and nothing changed.
 		_ = s.Store.PurgeTask(context.WithoutCancel(ctx), t.ID)
 		if bad := scheduleInvalid(err); bad != nil {
@@ -171,6 +164,18 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 	// The enclave may have moved between the read and the schedule: the
 	// enclave workflow's sync may have run before this task existed.
 	return s.Reconcile(ctx, t.ID)
+}
+
+// create makes the task's schedule, paused unless the task runs.
+func (s *Service) create(ctx context.Context, t tasks.Task, spec client.ScheduleSpec) error {
+	overlap, catchup := policy(t)
+	_, err := s.Temporal.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID: tasks.ScheduleID(t.ID), Spec: spec, Action: s.action(t), Overlap: overlap, CatchupWindow: catchup,
+		Paused: t.Status != tasks.Running, Note: note(t),
+		Memo:                  map[string]any{"taskId": t.ID, "taskName": t.Name, "enclaveId": t.EnclaveID, "account": t.AccountID},
+		TypedSearchAttributes: temporal.NewSearchAttributes(attrEnclave.ValueSet(t.EnclaveID), attrAccount.ValueSet(t.AccountID)),
+	})
+	return err
 }
 
 func note(t tasks.Task) string {
@@ -219,6 +224,19 @@ func (s *Service) follow(ctx context.Context, t tasks.Task, st enclaves.Status) 
 func (s *Service) apply(ctx context.Context, t tasks.Task) error {
 	h := s.handle(t.ID)
 	d, err := h.Describe(ctx)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		// Deleted behind the record's back (in the Temporal UI, say): the
+		// record is the truth, so the schedule is made again from it.
+		spec, err := Spec(t)
+		if err == nil {
+			err = s.create(ctx, t, spec)
+		}
+		if err != nil {
+			return unavailable("made again", err)
+		}
+		return nil
+	}
 	if err != nil {
 		return unavailable("read", err)
 	}
@@ -294,7 +312,9 @@ func (s *Service) Update(ctx context.Context, t tasks.Task, pt tasks.Patch) (tas
 			sch.Policy.Overlap, sch.Policy.CatchupWindow = overlap, catchup
 			return &client.ScheduleUpdate{Schedule: &sch}, nil
 		}})
-		if err != nil {
+		var nf *serviceerror.NotFound
+		gone := errors.As(err, &nf) // made again from the record below
+		if err != nil && !gone {
 			if bad := scheduleInvalid(err); bad != nil {
 				return t, bad
 			}
@@ -302,6 +322,9 @@ func (s *Service) Update(ctx context.Context, t tasks.Task, pt tasks.Patch) (tas
 		}
 		if t, err = s.Store.SaveTaskSpec(ctx, next); err != nil {
 			return t, err
+		}
+		if gone && pt.Status == nil {
+			return t, s.apply(ctx, t)
 		}
 	}
 	if pt.Status == nil {
