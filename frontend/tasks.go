@@ -24,7 +24,7 @@ import (
 const taskKey = "conduit.task"
 
 func (s *Server) mountTasks(api *gin.RouterGroup, read, write gin.HandlerFunc) {
-	g := api.Group("/tasks", s.enclavesOn)
+	g := api.Group("/tasks", s.tasksOn)
 	g.POST("", write, s.createTask)
 	g.GET("", read, s.listTasks)
 	one := g.Group("/:id")
@@ -34,6 +34,15 @@ func (s *Server) mountTasks(api *gin.RouterGroup, read, write gin.HandlerFunc) {
 	one.POST("/run", write, s.loadTask(false), s.runTask)
 	// A deleted task's runs stay readable.
 	one.GET("/runs", read, s.loadTask(true), s.taskRuns)
+}
+
+// tasksOn: tasks run on enclaves, so they are on where enclaves are.
+func (s *Server) tasksOn(c *gin.Context) {
+	if !s.deps.Enclaves.Enabled {
+		fail(c, &APIError{Status: http.StatusServiceUnavailable, Message: "scheduled tasks run on enclaves, which are not enabled on this deployment (enclaves.enabled)"})
+		return
+	}
+	c.Next()
 }
 
 func (s *Server) schedules() *schedules.Service {

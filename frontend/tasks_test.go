@@ -219,7 +219,9 @@ func TestTaskFailsAfterThreshold(t *testing.T) {
 	got := getTask(t, key, id)
 	last := got["lastRun"].(map[string]any)
 	if got["consecutiveFailures"] != float64(2) || last["outcome"] != "failure" || last["httpStatus"] != float64(500) ||
-		!strings.Contains(got["statusReason"].(string), "2 consecutive failed runs") {
+		!strings.Contains(got["statusReason"].(string), "2 consecutive failed runs") ||
+		// The application saw the run's id header.
+		last["result"] != "status 500 for run "+last["runId"].(string) || !strings.HasPrefix(last["runId"].(string), "task-run/"+id+"-") {
 		t.Fatalf("failed: %v", got)
 	}
 	d := describe(t, id)
@@ -483,5 +485,27 @@ func TestTaskRunWaitsForTheWorker(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) == 1 }, func() string { return "no run after the worker came back" })
 	if r := runs(t, key, id)[0]; r["id"] != wfID || r["outcome"] != "success" {
 		t.Fatalf("run: %v", r)
+	}
+}
+
+// Overlap skip (the default): a firing while the previous run still runs
+// starts nothing, so runs never overlap.
+func TestTaskRunsDoNotOverlap(t *testing.T) {
+	key, enc := sharedEnclave(t)
+	id := wantStatus(t, do(t, "POST", "/api/tasks", key, taskBody(enc, "@every 1s", "/status/200?sleep=2200")), http.StatusCreated)["id"].(string)
+	t.Cleanup(func() { do(t, "DELETE", "/api/tasks/"+id, key, nil) })
+	eventually(t, 40*time.Second, func() bool { return len(runs(t, key, id)) >= 3 }, func() string { return fmt.Sprint(runs(t, key, id)) })
+	wantStatus(t, do(t, "PATCH", "/api/tasks/"+id, key, map[string]any{"status": "stopped"}), http.StatusOK)
+	rs := runs(t, key, id) // newest first
+	for i := 0; i+1 < len(rs); i++ {
+		newer, older := rs[i], rs[i+1]
+		ns, _ := time.Parse(time.RFC3339Nano, newer["startedAt"].(string))
+		os, _ := time.Parse(time.RFC3339Nano, older["startedAt"].(string))
+		if end := os.Add(time.Duration(older["durationMs"].(float64)) * time.Millisecond); ns.Before(end) {
+			t.Fatalf("run %s started at %s, before %s ended at %s", newer["id"], ns, older["id"], end)
+		}
+		if older["outcome"] != "success" || older["durationMs"].(float64) < 2200 {
+			t.Fatalf("run: %v", older)
+		}
 	}
 }

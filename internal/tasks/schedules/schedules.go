@@ -256,7 +256,8 @@ func (s *Service) apply(ctx context.Context, t tasks.Task) error {
 }
 
 // SyncEnclave follows an enclave's move to st with every task on it (the
-// enclave workflow calls it on DEPLOYED, PAUSED, DESTROYED and FAILED).
+// enclave workflow calls it on DEPLOYED, PAUSING, PAUSED,
+// PENDING_DESTROY, DESTROYED and FAILED).
 func (s *Service) SyncEnclave(ctx context.Context, enclaveID string, st enclaves.Status) (int, error) {
 	ts, err := s.Store.EnclaveTasks(ctx, enclaveID)
 	if err != nil {
