@@ -47,6 +47,7 @@ func ProductionCommands() map[string]Command {
 		"account":  accountCommand(),
 		"x402":     x402Command(),
 		"enclave":  enclaveCommand(),
+		"task":     taskCommand(),
 	}
 }
 

@@ -209,6 +209,7 @@ func New(d Deps) *Server {
 	lib.POST("/edit", requireScope(apikey.MediaWrite), s.editMedia)
 	s.mountEnclaves(api, requireScope(apikey.EnclavesRead), requireScope(apikey.EnclavesWrite), requireScope(apikey.LogsRead))
 	s.mountAdmin(edge)
+	s.mountTasks(api, requireScope(apikey.TasksRead), requireScope(apikey.TasksWrite))
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

@@ -35,7 +35,10 @@ type Deps struct {
 	Library *activities.Library
 	// Enclaves runs the enclave lifecycle (nil when enclaves are off).
 	Enclaves *activities.Enclaves
-	Log      *slog.Logger
+	// Tasks runs scheduled tasks (with enclaves; nil in tests that only
+	// list names).
+	Tasks *activities.Tasks
+	Log   *slog.Logger
 	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
 	Pollers           int
 	RenderConcurrency int
@@ -108,6 +111,16 @@ func Registry(d Deps) []Queue {
 				workflows.ActEnclavePause: e.Pause, workflows.ActEnclaveResume: e.Resume, workflows.ActEnclaveTerminate: e.Terminate,
 				workflows.ActEnclaveCopyLogs: e.CopyLogs, workflows.ActEnclaveWatch: e.Watch, workflows.ActEnclaveBuild: e.Build,
 			}})
+		// Scheduled tasks run against enclaves: their runs on their own
+		// queue, the sync with the enclave on the enclave's.
+		t := d.Tasks
+		if t == nil {
+			t = &activities.Tasks{}
+		}
+		queues[len(queues)-1].Activities[workflows.ActEnclaveSyncTasks] = t.SyncEnclave
+		queues = append(queues, Queue{Queue: workflows.TaskQueue,
+			Workflows:  map[string]any{workflows.WfTaskRun: workflows.TaskRun},
+			Activities: map[string]any{workflows.ActTaskCall: t.Call, workflows.ActTaskRecord: t.Record}})
 	}
 	return queues
 }

@@ -226,13 +226,17 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 	if to == enclaves.Failed || to == enclaves.BuildFailed {
 		logs = append(logs, store.EnclaveLog{Type: "errors", Source: "provider/" + enclaves.ProviderLocal, Stream: "stderr", Message: lc.st.ErrorMessage})
 	}
-	return workflow.ExecuteActivity(lc.short, ActEnclaveProject, activities.EnclaveStep{
+	err := workflow.ExecuteActivity(lc.short, ActEnclaveProject, activities.EnclaveStep{
 		Projection: store.EnclaveProjection{
 			ID: lc.in.ID, Status: to, ErrorMessage: lc.st.ErrorMessage, WalletAddress: lc.st.WalletAddress,
 			PCRs: lc.st.PCRs, Endpoint: lc.st.Endpoint,
 		},
 		Logs: logs,
 	}).Get(ctx, nil)
+	if err == nil {
+		lc.syncTasks(ctx, to) // the enclave's scheduled tasks follow it (task_run.go)
+	}
+	return err
 }
 
 func orNone(s enclaves.Status) string {

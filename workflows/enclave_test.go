@@ -35,6 +35,7 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 		ActEnclavePause: e.Pause, ActEnclaveResume: e.Resume, ActEnclaveTerminate: e.Terminate, ActEnclaveCopyLogs: e.CopyLogs, ActEnclaveWatch: e.Watch} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
+	env.RegisterActivityWithOptions((&activities.Tasks{}).SyncEnclave, activity.RegisterOptions{Name: ActEnclaveSyncTasks})
 	during(env) // first: its expectations win over the defaults below
 	env.OnActivity(ActEnclaveProject, mock.Anything, mock.Anything).Return(func(_ context.Context, s activities.EnclaveStep) error {
 		w.mu.Lock()
@@ -58,6 +59,7 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 	env.OnActivity(ActEnclavePause, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(ActEnclaveTerminate, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(ActEnclaveCopyLogs, mock.Anything, mock.Anything).Return(0, nil)
+	env.OnActivity(ActEnclaveSyncTasks, mock.Anything, mock.Anything).Return(0, nil)
 	env.OnActivity(ActEnclaveWatch, mock.Anything, mock.Anything).Return(func(context.Context, string) (activities.Watched, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()

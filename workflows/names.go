@@ -16,6 +16,7 @@ const (
 	WfEnclave     = "Enclave"
 	// WfPackPurchase grants a credit pack bought by card (pack/<session>).
 	WfPackPurchase = "PackPurchase"
+	WfTaskRun      = "TaskRun"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -48,5 +49,10 @@ const (
 	ActEnclaveBuild     = "EnclaveBuild"
 
 	// ActRecordPack grants a card-bought pack once per checkout.
-	ActRecordPack = "RecordPack"
+	ActRecordPack       = "RecordPack"
+	ActEnclaveSyncTasks = "EnclaveSyncTasks"
+
+	// Scheduled tasks: the call into the enclave and the run's record.
+	ActTaskCall   = "TaskCall"
+	ActTaskRecord = "TaskRecord"
 )

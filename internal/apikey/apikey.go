@@ -85,13 +85,17 @@ const (
 	EnclavesRead  = "enclaves:read"
 	EnclavesWrite = "enclaves:write"
 	LogsRead      = "logs:read"
+	// Scheduled tasks (docs/tasks.md): read tasks and their runs; create,
+	// change, trigger and delete them.
+	TasksRead  = "tasks:read"
+	TasksWrite = "tasks:write"
 )
 
 var allScopes = []string{
 	PipelinesRead, PipelinesRun, PipelinesWrite, KeysManage, MediaRead, MediaWrite,
 	"redact:proxy", "redact:run", "redact:log",
 	"pii:ingest", "pii:read", "pii:write", "pii:delete", "pii:consent", "pii:audit",
-	EnclavesRead, EnclavesWrite, "tasks:read", "tasks:write", LogsRead,
+	EnclavesRead, EnclavesWrite, TasksRead, TasksWrite, LogsRead,
 }
 
 // AllScopes lists every scope, sorted.

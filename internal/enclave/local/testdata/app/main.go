@@ -38,6 +38,20 @@ func main() {
 		fmt.Fprintf(w, "uid=%d pid=%d host=%s wd=%s rootWrite=%v tmpWrite=%v hostEtc=%v hostNet=%v env=%s",
 			os.Getuid(), os.Getpid(), host, wd, err != nil, tmpErr == nil, hostFile == nil, hostNet, strings.Join(os.Environ(), ","))
 	})
+	// /status/<code> answers that status (the scheduled-task tests tell
+	// the application to fail this way); ?sleep=<ms> waits first.
+	http.HandleFunc("/status/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("request %s\n", r.URL.Path)
+		if ms, _ := strconv.Atoi(r.URL.Query().Get("sleep")); ms > 0 {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+		}
+		code, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/status/"))
+		if err != nil || code < 200 || code > 599 {
+			code = http.StatusBadRequest
+		}
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "status %d for run %s", code, r.Header.Get("X-Conduit-Run-Id"))
+	})
 	http.HandleFunc("/cpus", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%d", runtime.NumCPU()) // the CPUs this process may run on
 	})
