@@ -48,7 +48,7 @@ const MaxSections = 32
 // HeaderSize and SectionHeaderSize are the fixed sizes of the two headers.
 const (
 	HeaderSize        = 4 + 2 + 2 + 8 + 8 + 2 + 2 + 8*MaxSections + 8*MaxSections + 4 + 4 // 548
-	SectionHeaderSize = 2 + 2 + 8                                                          // 12
+	SectionHeaderSize = 2 + 2 + 8                                                         // 12
 )
 
 // FlagARM64 in the header's flags marks an aarch64 image; clear means x86_64.
