@@ -4,20 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,21 +16,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"conduit/internal/attest"
-	"conduit/internal/enclave"
 	"conduit/internal/enclave/local"
 	"conduit/internal/enclave/nitro/awsfake"
-	"conduit/internal/enclave/nitro/eif"
 )
 
 const (
@@ -49,13 +35,13 @@ const (
 	testLogGroup = "/conduit/enclaves"
 )
 
-// world is a test's AWS: fake EC2 and CloudWatch Logs, an S3 server, a registry with the test
-// image, and one parent agent answering for every instance the fake EC2 runs.
+// world is a test's AWS (awsfake.World: fake EC2 and CloudWatch Logs, an S3 server, one parent
+// agent answering for every instance the fake EC2 runs) and a registry with the test image.
 type world struct {
 	ec2    *awsfake.EC2
 	logs   *awsfake.Logs
 	s3     *s3mem.Backend
-	agent  *agent
+	agent  *awsfake.Agent
 	ref    string
 	opts   Options
 	ec2URL string
@@ -147,42 +133,31 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{ec2: awsfake.NewEC2(testAMI), logs: awsfake.NewLogs(testLogGroup), s3: s3mem.New()}
-	if err := w.s3.CreateBucket(testBucket); err != nil {
+	auth, err := attest.NewAuthority(t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
-	ec2Srv := httptest.NewServer(w.ec2)
-	logsSrv := httptest.NewServer(w.logs)
-	s3Srv := httptest.NewServer(gofakes3.New(w.s3).Server())
-	t.Cleanup(func() { ec2Srv.Close(); logsSrv.Close(); s3Srv.Close() })
-	w.ec2URL = ec2Srv.URL
-
+	aw, err := awsfake.Start(testAMI, testBucket, testLogGroup, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(aw.Close)
+	w := &world{ec2: aw.EC2, logs: aw.Logs, s3: aw.S3, agent: aw.Agent, ec2URL: aw.EC2URL}
 	reg, err := local.StartRegistry(local.RegistryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
 	w.ref = pushImage(t, reg, "apps/hello:1", testImage(t, "v1"))
-
-	auth, err := attest.NewAuthority(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.agent = &agent{t: t, ec2: w.ec2, s3: w.s3, auth: auth, keys: map[string]*agentKeys{}}
-	agentSrv := httptest.NewServer(w.agent)
-	t.Cleanup(agentSrv.Close)
-	_, port, _ := net.SplitHostPort(agentSrv.Listener.Addr().String())
-	agentPort, _ := strconv.Atoi(port)
-
 	blobs := t.TempDir()
 	w.opts = Options{
 		Region: "us-east-1", AMI: testAMI, InstanceType: "m5.xlarge", SubnetID: "subnet-0123", SecurityGroupIDs: []string{"sg-0123"},
-		InstanceProfile: "conduit-enclave-parent", Bucket: testBucket, LogGroup: testLogGroup, AgentPort: agentPort,
+		InstanceProfile: "conduit-enclave-parent", Bucket: testBucket, LogGroup: testLogGroup, AgentPort: aw.AgentPort,
 		AgentSecret: []byte("agent secret for tests"),
 		KernelPath:  writeFile(t, blobs, "bzImage", "stand-in kernel"), InitPath: writeFile(t, blobs, "init", "stand-in init"),
 		NSMPath: writeFile(t, blobs, "nsm.ko", "stand-in nsm driver"), KernelVersion: "4.14",
 		WorkDir:     t.TempDir(),
-		EC2Endpoint: ec2Srv.URL, S3Endpoint: s3Srv.URL, LogsEndpoint: logsSrv.URL, S3PathStyle: true,
+		EC2Endpoint: aw.EC2URL, S3Endpoint: aw.S3URL, LogsEndpoint: aw.LogsURL, S3PathStyle: true,
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
 		RetryMaxAttempts: 3, RetryMaxBackoff: 5 * time.Millisecond,
 		BootTimeout: 30 * time.Second, PollEvery: time.Millisecond,
@@ -218,129 +193,5 @@ func (w *world) putLogs(t *testing.T, stream string, events ...cwtypes.InputLogE
 	}
 	if _, err := c.PutLogEvents(ctx, &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(testLogGroup), LogStreamName: aws.String(stream), LogEvents: events}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// agent plays the parent instance's agent of the contract in docs/enclaves.md. It answers only
-// for an enclave whose instance the fake EC2 runs, reads the instance's user data, fetches the
-// EIF it names from S3 and measures it — what the Nitro hypervisor would put in PCR0–2 — and
-// signs documents with a leaf of a test CA (where an NSM's chain ends at AWS's root). Its keys
-// live in its memory, one pair per enclave.
-type agent struct {
-	t    *testing.T
-	ec2  *awsfake.EC2
-	s3   *s3mem.Backend
-	auth *attest.Authority
-
-	mu   sync.Mutex
-	keys map[string]*agentKeys
-	// tamper, when set, changes the PCRs the agent reports (an enclave running something else).
-	tamper bool
-	calls  int
-}
-
-type agentKeys struct {
-	evm    *ecdsa.PrivateKey
-	solana ed25519.PrivateKey
-}
-
-func (a *agent) fail(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
-
-func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls++
-	var body struct {
-		EnclaveID string          `json:"enclaveId"`
-		Nonce     []byte          `json:"nonce"`
-		Key       enclave.KeyKind `json:"key"`
-		Payload   []byte          `json:"payload"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		a.fail(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	var inst *awsfake.Instance
-	for _, in := range a.ec2.Instances() {
-		if in.Tags[TagEnclaveID] == body.EnclaveID && in.State == "running" {
-			in := in
-			inst = &in
-		}
-	}
-	if inst == nil || r.Header.Get("X-Conduit-Enclave-Id") != body.EnclaveID {
-		a.fail(w, http.StatusConflict, "this instance does not run enclave "+body.EnclaveID)
-		return
-	}
-	vars, err := ParseUserData(inst.UserData)
-	if err != nil {
-		a.fail(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if r.Header.Get("Authorization") != "Bearer "+vars["CONDUIT_AGENT_TOKEN"] {
-		a.fail(w, http.StatusUnauthorized, "bad agent token")
-		return
-	}
-	k := a.keys[body.EnclaveID]
-	if k == nil {
-		evm, err := crypto.GenerateKey()
-		if err != nil {
-			a.fail(w, 500, err.Error())
-			return
-		}
-		_, sol, _ := ed25519.GenerateKey(rand.Reader)
-		k = &agentKeys{evm: evm, solana: sol}
-		a.keys[body.EnclaveID] = k
-	}
-	switch r.URL.Path {
-	case "/attest":
-		obj, err := a.s3.GetObject(vars["CONDUIT_EIF_S3_BUCKET"], vars["CONDUIT_EIF_S3_KEY"], nil)
-		if err != nil {
-			a.fail(w, http.StatusServiceUnavailable, "the EIF is not in S3: "+err.Error())
-			return
-		}
-		data, _ := io.ReadAll(obj.Contents)
-		obj.Contents.Close()
-		f, err := eif.Read(bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			a.fail(w, http.StatusInternalServerError, err.Error())
-			return
-		}
-		pcrs, _ := f.PCRs(nil)
-		if a.tamper {
-			pcrs[2] = eif.Extend(pcrs[2])
-		}
-		ud, _ := attest.SigningKeys{EVM: &k.evm.PublicKey, Solana: k.solana.Public().(ed25519.PublicKey)}.UserData()
-		signer, err := a.auth.IssueLeaf(inst.ID + "-enc0123456789abcdef")
-		if err != nil {
-			a.fail(w, 500, err.Error())
-			return
-		}
-		doc, err := signer.Sign(attest.Document{PCRs: map[int][]byte{0: pcrs[0], 1: pcrs[1], 2: pcrs[2]}, UserData: ud, Nonce: body.Nonce})
-		if err != nil {
-			a.fail(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string][]byte{"document": doc})
-	case "/sign":
-		var sig []byte
-		switch body.Key {
-		case enclave.KeyEVM:
-			sig, err = crypto.Sign(body.Payload, k.evm)
-		case enclave.KeySolana:
-			sig = ed25519.Sign(k.solana, body.Payload)
-		default:
-			err = fmt.Errorf("unknown key %q", body.Key)
-		}
-		if err != nil {
-			a.fail(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string][]byte{"signature": sig})
-	default:
-		a.fail(w, http.StatusNotFound, "no such route")
 	}
 }

@@ -437,16 +437,12 @@ func TestNitroErrors(t *testing.T) {
 		}
 	})
 	t.Run("PCR mismatch", func(t *testing.T) {
-		w.agent.mu.Lock()
-		w.agent.tamper = true
-		w.agent.mu.Unlock()
+		w.agent.Tamper(true)
 		_, err := p.Deploy(ctx, id, img, enclave.Config{})
 		if !enclave.IsPermanent(err) || !strings.Contains(err.Error(), "pcrs") {
 			t.Errorf("tampered PCRs: %v", err)
 		}
-		w.agent.mu.Lock()
-		w.agent.tamper = false
-		w.agent.mu.Unlock()
+		w.agent.Tamper(false)
 	})
 	t.Run("agent down", func(t *testing.T) {
 		opts := w.opts
