@@ -147,16 +147,21 @@ func (e *Enclaves) Pause(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return p.Pause(ctx, id)
+	stop := heartbeat(ctx)
+	defer stop()
+	return interrupted(ctx, p.Pause(ctx, id))
 }
 
-// Resume thaws the instance.
+// Resume thaws the instance. A provider may take minutes (AWS starts the
+// parent instance), so Pause and Resume heartbeat like the other long steps.
 func (e *Enclaves) Resume(ctx context.Context, id string) error {
 	p, err := e.provider(ctx, id)
 	if err != nil {
 		return err
 	}
-	return p.Resume(ctx, id)
+	stop := heartbeat(ctx)
+	defer stop()
+	return interrupted(ctx, p.Resume(ctx, id))
 }
 
 // Terminate stops the instance and removes its files.
