@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,8 +22,12 @@ import (
 // are keyed by the enclave id, the projection overwrites, log lines carry
 // the provider's sequence numbers.
 type Enclaves struct {
-	Store    *store.Store
-	Provider enclave.Provider
+	Store *store.Store
+	// Provider is the local provider; Providers every configured one by
+	// providerId. Each call goes to the provider the enclave's record names
+	// (Provider when Providers is nil).
+	Provider  enclave.Provider
+	Providers enclave.Providers
 	// Secrets opens sealed registry credentials and github tokens (nil:
 	// none are kept).
 	Secrets *codec.Codec
@@ -36,6 +41,28 @@ type Enclaves struct {
 	Retention time.Duration
 
 	pruned atomic.Int64
+	// providerIDs caches each enclave's providerId (it never changes).
+	providerIDs sync.Map
+}
+
+// provider returns the provider the enclave's record names.
+func (e *Enclaves) provider(ctx context.Context, id string) (enclave.Provider, error) {
+	if e.Providers == nil {
+		return e.Provider, nil
+	}
+	pid, ok := e.providerIDs.Load(id)
+	if !ok {
+		rec, err := e.Store.Enclave(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		pid = rec.ProviderID
+		if pid == "" {
+			pid = enclaves.ProviderLocal
+		}
+		e.providerIDs.Store(id, pid)
+	}
+	return e.Providers.Get(pid.(string))
 }
 
 // EnclaveStep is one projection write with the log entries that go with it.
@@ -91,9 +118,13 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 		}
 		src.Username, src.Password = rec.RegistryUsername, string(pw)
 	}
+	p, err := e.provider(ctx, id)
+	if err != nil {
+		return Prepared{}, err
+	}
 	stop := heartbeat(ctx)
 	defer stop()
-	img, err := e.Provider.Prepare(ctx, id, src)
+	img, err := p.Prepare(ctx, id, src)
 	return Prepared{Image: img, Config: cfg}, e.noteFailure(ctx, id, interrupted(ctx, err))
 }
 
@@ -115,9 +146,13 @@ type DeployInput struct {
 
 // Deploy starts the instance (or answers the running one).
 func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance, error) {
+	p, err := e.provider(ctx, in.ID)
+	if err != nil {
+		return enclave.Instance{}, err
+	}
 	stop := heartbeat(ctx)
 	defer stop()
-	inst, err := e.Provider.Deploy(ctx, in.ID, in.Image, in.Config)
+	inst, err := p.Deploy(ctx, in.ID, in.Image, in.Config)
 	return inst, e.noteFailure(ctx, in.ID, interrupted(ctx, err))
 }
 
@@ -135,16 +170,37 @@ func (e *Enclaves) noteFailure(ctx context.Context, id string, err error) error 
 }
 
 // Pause freezes the instance.
-func (e *Enclaves) Pause(ctx context.Context, id string) error { return e.Provider.Pause(ctx, id) }
+func (e *Enclaves) Pause(ctx context.Context, id string) error {
+	p, err := e.provider(ctx, id)
+	if err != nil {
+		return err
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	return interrupted(ctx, p.Pause(ctx, id))
+}
 
-// Resume thaws the instance.
-func (e *Enclaves) Resume(ctx context.Context, id string) error { return e.Provider.Resume(ctx, id) }
+// Resume thaws the instance. A provider may take minutes (AWS starts the
+// parent instance), so Pause and Resume heartbeat like the other long steps.
+func (e *Enclaves) Resume(ctx context.Context, id string) error {
+	p, err := e.provider(ctx, id)
+	if err != nil {
+		return err
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	return interrupted(ctx, p.Resume(ctx, id))
+}
 
 // Terminate stops the instance and removes its files.
 func (e *Enclaves) Terminate(ctx context.Context, id string) error {
+	p, err := e.provider(ctx, id)
+	if err != nil {
+		return err
+	}
 	stop := heartbeat(ctx)
 	defer stop()
-	return interrupted(ctx, e.Provider.Terminate(ctx, id))
+	return interrupted(ctx, p.Terminate(ctx, id))
 }
 
 // CopyLogs copies the application's new output lines into the enclave's
@@ -155,7 +211,11 @@ func (e *Enclaves) CopyLogs(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	lines, err := e.Provider.Logs(ctx, id, after, 1000)
+	p, err := e.provider(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	lines, err := p.Logs(ctx, id, after, 1000)
 	if err != nil {
 		return 0, err
 	}

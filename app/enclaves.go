@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -13,6 +14,8 @@ import (
 	"conduit/internal/enclave"
 	"conduit/internal/enclave/build"
 	"conduit/internal/enclave/local"
+	"conduit/internal/enclave/nitro"
+	"conduit/internal/enclaves"
 )
 
 // Enclaves is the enclave lifecycle's runtime: the provider the worker's
@@ -22,6 +25,10 @@ type Enclaves struct {
 	// frontend-only process never needs bubblewrap), and a restarted
 	// worker keeps the same one.
 	Provider enclave.Provider
+	// Providers are every configured provider by providerId (the local
+	// one included), started with Provider; Offered what the API accepts.
+	Providers enclave.Providers
+	Offered   enclaves.Offered
 	// Secrets seals registry credentials (nil: private registries are
 	// refused).
 	Secrets *codec.Codec
@@ -36,7 +43,10 @@ func openEnclaves(cfg *config.Config) (*Enclaves, error) {
 	if !c.Enabled {
 		return nil, nil
 	}
-	e := &Enclaves{}
+	e := &Enclaves{Offered: enclaves.Offered{enclaves.ProviderLocal: {enclaves.RegionLocal}}}
+	if c.AWS.Enabled {
+		e.Offered[nitro.ProviderID] = []string{c.AWS.Region}
+	}
 	keys := c.SecretKeys
 	if keys == "" {
 		keys = cfg.Temporal.CodecKeys
@@ -74,7 +84,23 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	if err != nil {
 		return err
 	}
-	e.Provider = p
+	providers := enclave.Providers{enclaves.ProviderLocal: p}
+	if c.AWS.Enabled {
+		a := c.AWS
+		np, err := nitro.New(context.Background(), nitro.Options{
+			Region: a.Region, AMI: a.AMI, InstanceType: a.InstanceType, SubnetID: a.Subnet, SecurityGroupIDs: a.SecurityGroups(),
+			InstanceProfile: a.InstanceProfile, Bucket: a.EIFBucket, KeyPrefix: a.EIFPrefix, LogGroup: a.LogGroup,
+			AgentPort: a.AgentPort, AgentScheme: a.AgentScheme, AgentSecret: []byte(a.AgentSecret),
+			KernelPath: a.KernelPath, InitPath: a.InitPath, NSMPath: a.NSMPath, Cmdline: a.Cmdline,
+			EC2Endpoint: a.EC2Endpoint, S3Endpoint: a.S3Endpoint, LogsEndpoint: a.LogsEndpoint, S3PathStyle: a.S3PathStyle,
+			BootTimeout: a.BootTimeout, WorkDir: c.DataDir,
+		})
+		if err != nil {
+			return err
+		}
+		providers[nitro.ProviderID] = np
+	}
+	e.Provider, e.Providers = p, providers
 	return nil
 }
 
@@ -86,7 +112,7 @@ func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {
 		return nil, err
 	}
 	c := p.Config.Enclaves
-	a := &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Secrets: p.Enclaves.Secrets,
+	a := &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Providers: p.Enclaves.Providers, Secrets: p.Enclaves.Secrets,
 		Retention: c.LogRetention, Builder: p.Enclaves.Builder}
 	a.BuildAuth.Username, a.BuildAuth.Password = c.BuildRegistryUsername, c.BuildRegistryPassword
 	return a, nil
@@ -98,5 +124,6 @@ func (p *Platform) enclaveFrontend() frontend.Enclaves {
 	}
 	c := p.Config.Enclaves
 	return frontend.Enclaves{Enabled: true, Secrets: p.Enclaves.Secrets, LogEvery: c.LogEvery, HeartbeatTimeout: c.HeartbeatTimeout,
-		Builds: p.Enclaves.Builder != nil, RetryMax: c.RetryMax, GiveUpAfter: c.GiveUpAfter}
+		Builds: p.Enclaves.Builder != nil, RetryMax: c.RetryMax, GiveUpAfter: c.GiveUpAfter,
+		Providers: p.Enclaves.Offered}
 }

@@ -38,6 +38,9 @@ type Enclaves struct {
 	HeartbeatTimeout time.Duration
 	RetryMax         time.Duration
 	GiveUpAfter      time.Duration
+	// Providers are the providerIds (and regions) enclaves may be created
+	// with; nil means the local provider alone.
+	Providers enclaves.Offered
 }
 
 const enclaveKey = "conduit.enclave"
@@ -137,7 +140,7 @@ func (s *Server) createEnclave(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if err := body.Validate(); err != nil {
+	if err := body.ValidateFor(s.deps.Enclaves.Providers); err != nil {
 		fail(c, err)
 		return
 	}

@@ -83,6 +83,8 @@ type Enclaves struct {
 	// fails. `conduit enclave resume` retries at once.
 	RetryMax    time.Duration `mapstructure:"retry_max"`
 	GiveUpAfter time.Duration `mapstructure:"give_up_after"`
+	// AWS is the AWS Nitro provider (enclaves_aws.go).
+	AWS EnclavesAWS `mapstructure:"aws"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -460,7 +462,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -575,6 +577,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateAudio()...)
 	errs = append(errs, c.validateOAuth()...)
 	errs = append(errs, c.validateCheckout()...)
+	errs = append(errs, c.validateEnclavesAWS()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

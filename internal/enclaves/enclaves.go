@@ -221,9 +221,26 @@ type Patch struct {
 
 // Providers this platform runs, and their regions.
 const (
-	ProviderLocal = "local"
-	RegionLocal   = "local"
+	ProviderLocal    = "local"
+	RegionLocal      = "local"
+	ProviderAWSNitro = "aws-nitro" // when configured (enclaves.aws), in its one region
 )
+
+// Offered lists the providers a deployment runs, by providerId, with the
+// regions each serves (the first is the default).
+type Offered map[string][]string
+
+// LocalOnly is what a deployment without other providers offers.
+var LocalOnly = Offered{ProviderLocal: {RegionLocal}}
+
+func (o Offered) ids() string {
+	ids := make([]string, 0, len(o))
+	for id := range o {
+		ids = append(ids, fmt.Sprintf("%q", id))
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ", ")
+}
 
 // Limits of a providerConfig.
 const (
@@ -254,9 +271,18 @@ func (p problems) err() error {
 	return e
 }
 
-// Validate checks a create request and fills defaults (providerId local,
-// region local, cpuCount 1, memoryMiB 256, sourceType registry).
-func (c *Create) Validate() error {
+// Validate checks a create request against the local provider alone; see
+// ValidateFor.
+func (c *Create) Validate() error { return c.ValidateFor(nil) }
+
+// ValidateFor checks a create request and fills defaults (providerId local,
+// region the provider's first, cpuCount 1, memoryMiB 256, sourceType
+// registry). providerId must be one the deployment offers (nil: LocalOnly)
+// and region one of that provider's.
+func (c *Create) ValidateFor(offered Offered) error {
+	if offered == nil {
+		offered = LocalOnly
+	}
 	var p problems
 	c.Name = strings.TrimSpace(c.Name)
 	switch {
@@ -271,14 +297,19 @@ func (c *Create) Validate() error {
 	if c.ProviderID == "" {
 		c.ProviderID = ProviderLocal
 	}
-	if c.ProviderID != ProviderLocal {
-		p.add("providerId", fmt.Sprintf("%q is not a provider here; use %q", c.ProviderID, ProviderLocal))
-	}
-	if c.Region == "" {
-		c.Region = RegionLocal
-	}
-	if c.Region != RegionLocal {
-		p.add("region", fmt.Sprintf("%q is not a region of provider %q; use %q", c.Region, c.ProviderID, RegionLocal))
+	regions, ok := offered[c.ProviderID]
+	switch {
+	case !ok && c.ProviderID == ProviderAWSNitro:
+		p.add("providerId", fmt.Sprintf("%q is not configured here (enclaves.aws); use one of %s", c.ProviderID, offered.ids()))
+	case !ok:
+		p.add("providerId", fmt.Sprintf("%q is not a provider here; use one of %s", c.ProviderID, offered.ids()))
+	default:
+		if c.Region == "" && len(regions) > 0 {
+			c.Region = regions[0]
+		}
+		if !slices.Contains(regions, c.Region) {
+			p.add("region", fmt.Sprintf("%q is not a region of provider %q; use %q", c.Region, c.ProviderID, strings.Join(regions, `", "`)))
+		}
 	}
 	if c.SourceType == "" {
 		c.SourceType = SourceRegistry

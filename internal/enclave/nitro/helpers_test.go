@@ -1,0 +1,197 @@
+package nitro
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"conduit/internal/attest"
+	"conduit/internal/enclave/local"
+	"conduit/internal/enclave/nitro/awsfake"
+)
+
+const (
+	testAMI      = "ami-0abcdef1234567890"
+	testBucket   = "enclave-images"
+	testLogGroup = "/conduit/enclaves"
+)
+
+// world is a test's AWS (awsfake.World: fake EC2 and CloudWatch Logs, an S3 server, one parent
+// agent answering for every instance the fake EC2 runs) and a registry with the test image.
+type world struct {
+	ec2    *awsfake.EC2
+	logs   *awsfake.Logs
+	s3     *s3mem.Backend
+	agent  *awsfake.Agent
+	ref    string
+	opts   Options
+	ec2URL string
+}
+
+type tarEntry struct {
+	name, link string
+	typ        byte
+	mode       int64
+	body       []byte
+}
+
+func layer(t *testing.T, entries ...tarEntry) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Size: int64(len(e.body)), Linkname: e.link, ModTime: time.Unix(1700000000, 0)}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(e.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// testImage: a program, a symbolic and a hard link to it, a file whose directory has no entry of
+// its own, and a file the second layer deletes.
+func testImage(t *testing.T, version string) v1.Image {
+	t.Helper()
+	l1 := layer(t,
+		tarEntry{name: "app/", typ: tar.TypeDir, mode: 0o755},
+		tarEntry{name: "app/server", typ: tar.TypeReg, mode: 0o755, body: []byte("#!/bin/sh\necho serving " + version + "\n")},
+		tarEntry{name: "app/hard", typ: tar.TypeLink, link: "app/server"},
+		tarEntry{name: "bin/run", typ: tar.TypeSymlink, link: "/app/server"},
+		tarEntry{name: "etc/conf/greeting", typ: tar.TypeReg, mode: 0o644, body: []byte("hello")},
+		tarEntry{name: "app/junk", typ: tar.TypeReg, mode: 0o644, body: []byte("deleted")},
+	)
+	l2 := layer(t, tarEntry{name: "app/.wh.junk", typ: tar.TypeReg, mode: 0o644})
+	img, err := mutate.AppendLayers(empty.Image, l1, l2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	cf.Created = v1.Time{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	cf.Config = v1.Config{Entrypoint: []string{"/app/server"}, Cmd: []string{"--port", "8080"}, Env: []string{"PATH=/app:/bin", "GREETING=hi"}, WorkingDir: "/app"}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func pushImage(t *testing.T, reg *local.Registry, repo string, img v1.Image) string {
+	t.Helper()
+	ref := reg.Host + "/" + repo
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(r, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	auth, err := attest.NewAuthority(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw, err := awsfake.Start(testAMI, testBucket, testLogGroup, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(aw.Close)
+	w := &world{ec2: aw.EC2, logs: aw.Logs, s3: aw.S3, agent: aw.Agent, ec2URL: aw.EC2URL}
+	reg, err := local.StartRegistry(local.RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	w.ref = pushImage(t, reg, "apps/hello:1", testImage(t, "v1"))
+	blobs := t.TempDir()
+	w.opts = Options{
+		Region: "us-east-1", AMI: testAMI, InstanceType: "m5.xlarge", SubnetID: "subnet-0123", SecurityGroupIDs: []string{"sg-0123"},
+		InstanceProfile: "conduit-enclave-parent", Bucket: testBucket, LogGroup: testLogGroup, AgentPort: aw.AgentPort,
+		AgentSecret: []byte("agent secret for tests"),
+		KernelPath:  writeFile(t, blobs, "bzImage", "stand-in kernel"), InitPath: writeFile(t, blobs, "init", "stand-in init"),
+		NSMPath: writeFile(t, blobs, "nsm.ko", "stand-in nsm driver"), KernelVersion: "4.14",
+		WorkDir:     t.TempDir(),
+		EC2Endpoint: aw.EC2URL, S3Endpoint: aw.S3URL, LogsEndpoint: aw.LogsURL, S3PathStyle: true,
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		RetryMaxAttempts: 3, RetryMaxBackoff: 5 * time.Millisecond,
+		BootTimeout: 30 * time.Second, PollEvery: time.Millisecond,
+		AttestationRoot: auth.Root(),
+	}
+	return w
+}
+
+func (w *world) provider(t *testing.T) *Provider {
+	t.Helper()
+	p, err := New(context.Background(), w.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// logsClient is what the parent's log shipper would use.
+func (w *world) putLogs(t *testing.T, stream string, events ...cwtypes.InputLogEvent) {
+	t.Helper()
+	cfg, err := awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion("us-east-1"),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDPARENT", "secret", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cloudwatchlogs.NewFromConfig(cfg, func(o *cloudwatchlogs.Options) { o.BaseEndpoint = aws.String(w.opts.LogsEndpoint) })
+	ctx := context.Background()
+	if _, err := c.CreateLogStream(ctx, &cloudwatchlogs.CreateLogStreamInput{LogGroupName: aws.String(testLogGroup), LogStreamName: aws.String(stream)}); err != nil {
+		var exists *cwtypes.ResourceAlreadyExistsException
+		if !errors.As(err, &exists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.PutLogEvents(ctx, &cloudwatchlogs.PutLogEventsInput{LogGroupName: aws.String(testLogGroup), LogStreamName: aws.String(stream), LogEvents: events}); err != nil {
+		t.Fatal(err)
+	}
+}
