@@ -187,7 +187,7 @@ func (s *Server) createEnclave(c *gin.Context) {
 		ID: workflows.EnclaveWorkflowID(id), TaskQueue: workflows.EnclaveQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, status, time.Now()),
-	}, workflows.WfEnclave, workflows.EnclaveInput{ID: id, Account: account, Ref: body.ProviderConfig.DockerImage, Source: body.SourceType,
+	}, workflows.WfEnclave, workflows.EnclaveInput{ID: id, Account: account, Ref: body.ProviderConfig.DockerImage, Source: body.SourceType, Provider: body.ProviderID,
 		HeartbeatTimeout: s.deps.Enclaves.HeartbeatTimeout, LogEvery: s.deps.Enclaves.LogEvery,
 		RetryMax: s.deps.Enclaves.RetryMax, GiveUpAfter: s.deps.Enclaves.GiveUpAfter})
 	if err != nil {

@@ -60,6 +60,9 @@ type EnclaveInput struct {
 	ID      string
 	Account string
 	Ref     string
+	// Provider is the enclave's providerId (empty in histories from before
+	// AWS: the local provider); it names the source of provisioning logs.
+	Provider string
 	// Source is the source type; "github" builds the image first
 	// (enclave_build.go). Empty in histories from before builds: a
 	// registry source.
@@ -216,7 +219,7 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 	// The transition is an ecs entry; the stepfunctions log is this
 	// workflow's history, read from Temporal (enclaveops.History).
 	logs := []store.EnclaveLog{{Type: "ecs", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("status %s → %s", orNone(from), to)}}
-	src := "provider/" + enclaves.ProviderLocal
+	src := lc.providerSource()
 	if typ == "build" {
 		src = "build"
 	}
@@ -224,7 +227,7 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 		logs = append(logs, store.EnclaveLog{Type: typ, Source: src, Message: msg})
 	}
 	if to == enclaves.Failed || to == enclaves.BuildFailed {
-		logs = append(logs, store.EnclaveLog{Type: "errors", Source: "provider/" + enclaves.ProviderLocal, Stream: "stderr", Message: lc.st.ErrorMessage})
+		logs = append(logs, store.EnclaveLog{Type: "errors", Source: lc.providerSource(), Stream: "stderr", Message: lc.st.ErrorMessage})
 	}
 	err := workflow.ExecuteActivity(lc.short, ActEnclaveProject, activities.EnclaveStep{
 		Projection: store.EnclaveProjection{
@@ -344,6 +347,14 @@ func (lc *lifecycle) running(inst enclave.Instance) {
 	}
 }
 
+// providerSource is the source of the provider's log entries.
+func (lc *lifecycle) providerSource() string {
+	if lc.in.Provider == "" {
+		return "provider/" + enclaves.ProviderLocal
+	}
+	return "provider/" + lc.in.Provider
+}
+
 // cause is an activity failure's own message.
 func cause(err error) string {
 	var app *temporal.ApplicationError
@@ -411,7 +422,7 @@ func (lc *lifecycle) note(ctx workflow.Context, typ, msg string) {
 			ID: lc.in.ID, Status: lc.st.Status, ErrorMessage: lc.st.ErrorMessage, WalletAddress: lc.st.WalletAddress,
 			PCRs: lc.st.PCRs, Endpoint: lc.st.Endpoint,
 		},
-		Logs: []store.EnclaveLog{{Type: typ, Source: "provider/" + enclaves.ProviderLocal, Message: msg}},
+		Logs: []store.EnclaveLog{{Type: typ, Source: lc.providerSource(), Message: msg}},
 	}).Get(ctx, nil)
 }
 
