@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/x509"
 	"fmt"
 
 	"conduit/activities"
@@ -22,6 +23,9 @@ type Enclaves struct {
 	// Secrets seals registry credentials (nil: private registries are
 	// refused).
 	Secrets *codec.Codec
+	// Root is the attestation root the provider's documents chain to
+	// (set when the provider starts).
+	Root *x509.Certificate
 }
 
 // openEnclaves reads the enclave configuration (nil when enclaves are off).
@@ -59,6 +63,7 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 		return err
 	}
 	e.Provider = p
+	e.Root = auth.Root()
 	return nil
 }
 
@@ -70,7 +75,7 @@ func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {
 		return nil, err
 	}
 	return &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Secrets: p.Enclaves.Secrets,
-		Retention: p.Config.Enclaves.LogRetention}, nil
+		Retention: p.Config.Enclaves.LogRetention, Root: p.Enclaves.Root}, nil
 }
 
 func (p *Platform) enclaveFrontend() frontend.Enclaves {

@@ -50,6 +50,7 @@ func (s *Server) mountEnclaves(api *gin.RouterGroup, read, write, logs gin.Handl
 	one.POST("/resume", write, s.enclaveUpdate(enclaves.Resume, workflows.EnclaveResume))
 	one.POST("/terminate", write, s.enclaveUpdate(enclaves.Terminate, workflows.EnclaveTerminate))
 	one.GET("/logs", logs, s.enclaveLogs)
+	s.mountEnclaveSigning(one, read, write)
 }
 
 func (s *Server) enclavesOn(c *gin.Context) {

@@ -102,7 +102,7 @@ func Registry(d Deps) []Queue {
 			Activities: map[string]any{
 				workflows.ActEnclaveProject: e.Project, workflows.ActEnclavePrepare: e.Prepare, workflows.ActEnclaveDeploy: e.Deploy,
 				workflows.ActEnclavePause: e.Pause, workflows.ActEnclaveResume: e.Resume, workflows.ActEnclaveTerminate: e.Terminate,
-				workflows.ActEnclaveCopyLogs: e.CopyLogs,
+				workflows.ActEnclaveCopyLogs: e.CopyLogs, workflows.ActEnclaveAttest: e.Attest, workflows.ActEnclaveSign: e.Sign,
 			}})
 	}
 	return queues

@@ -18,7 +18,7 @@ var pinned = map[string]string{
 	"payments":     "workflows TopUp; activities Grant, Settle",
 	"renders":      "workflows MediaEdit, Render; activities CreditPayment, FinishMediaJob, FinishRender, Grant, MarkLate, OpenMediaJob, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities GenerateMedia, Render, RunMediaJob",
-	"enclaves":     "workflows Enclave; activities EnclaveCopyLogs, EnclaveDeploy, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveTerminate",
+	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveCopyLogs, EnclaveDeploy, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveTerminate",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {

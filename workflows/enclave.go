@@ -91,6 +91,9 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	if err := lc.handlers(ctx); err != nil {
 		return err
 	}
+	if err := lc.signingHandlers(ctx); err != nil {
+		return err
+	}
 
 	if in.Carried == nil {
 		if err := lc.move(ctx, enclaves.PendingDeploy, "stepfunctions", "deployment queued"); err != nil {

@@ -42,4 +42,6 @@ const (
 	ActEnclaveResume    = "EnclaveResume"
 	ActEnclaveTerminate = "EnclaveTerminate"
 	ActEnclaveCopyLogs  = "EnclaveCopyLogs"
+	ActEnclaveAttest    = "EnclaveAttest"
+	ActEnclaveSign      = "EnclaveSign"
 )
