@@ -163,7 +163,7 @@ func (e *Enclaves) prune(ctx context.Context) {
 
 // ErrSignerInvalid types a signing request the signer refused as
 // malformed (HTTP 400); nothing was signed.
-const ErrSignerInvalid = "SignerInvalid"
+const ErrSignerInvalid = signer.ErrTypeInvalid
 
 // AttestInput asks an enclave for a fresh document bound to Nonce.
 type AttestInput struct {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"conduit/activities"
 	"conduit/internal/enclaves"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
@@ -70,7 +68,7 @@ func (s *Server) agentUpdate(ctx context.Context, e enclaves.Enclave, name strin
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &app) && app.Type() == activities.ErrSignerInvalid:
+	case errors.As(err, &app) && app.Type() == signer.ErrTypeInvalid:
 		return errs.Invalidf("%s", app.Message())
 	case errors.As(err, &app) && app.Type() == workflows.ErrEnclaveConflict:
 		var cur string
@@ -97,46 +95,6 @@ func freshNonce() []byte {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return b
-}
-
-// MaxAttestationNonce is the longest nonce a caller may send (the Nitro
-// format's limit).
-const MaxAttestationNonce = 512
-
-var hexNonce = regexp.MustCompile(`^(0x)?[0-9a-fA-F]+$`)
-
-// parseNonce reads ?nonce=: hex (0x optional, even length) first, else
-// base64 (standard or URL-safe, padding optional); 1–512 bytes.
-func parseNonce(s string) ([]byte, error) {
-	bad := func(why string) error {
-		e := errs.Invalidf("nonce: %s", why)
-		e.Extra = map[string]any{"problems": []map[string]string{{"field": "nonce", "message": why}}}
-		return e
-	}
-	if len(s) > 2*MaxAttestationNonce+2 {
-		return nil, bad("is longer than 512 bytes")
-	}
-	var b []byte
-	var err error
-	if hexNonce.MatchString(s) && len(strings.TrimPrefix(s, "0x"))%2 == 0 {
-		b, err = hex.DecodeString(strings.TrimPrefix(s, "0x"))
-	} else {
-		t := strings.TrimRight(s, "=")
-		if strings.ContainsAny(t, "-_") {
-			b, err = base64.RawURLEncoding.DecodeString(t)
-		} else {
-			b, err = base64.RawStdEncoding.DecodeString(t)
-		}
-	}
-	switch {
-	case err != nil:
-		return nil, bad("must be hex or base64")
-	case len(b) == 0:
-		return nil, bad("is empty")
-	case len(b) > MaxAttestationNonce:
-		return nil, bad("is longer than 512 bytes")
-	}
-	return b, nil
 }
 
 // attestationJSON is the attestation record (spec §2.8): the document and
@@ -215,7 +173,7 @@ func (s *Server) enclaveAttestation(verify bool) gin.HandlerFunc {
 		source := "platform"
 		if verify {
 			if v, ok := c.GetQuery("nonce"); ok {
-				n, err := parseNonce(v)
+				n, err := signer.ParseNonce(v)
 				if err != nil {
 					fail(c, err)
 					return

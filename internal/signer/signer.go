@@ -169,6 +169,10 @@ func FailedChecks(r attest.Report) []string {
 	return out
 }
 
+// ErrTypeInvalid is the type of the application error that carries an Invalid signing request
+// across Temporal (the worker refused it; nothing was signed).
+const ErrTypeInvalid = "SignerInvalid"
+
 // Signer error codes, beside the message on the wire.
 const (
 	CodeDisconnected      = "SIGNER_DISCONNECTED"
