@@ -65,9 +65,14 @@ func (s *Server) agentUpdate(ctx context.Context, e enclaves.Enclave, name strin
 	}
 	var app *temporal.ApplicationError
 	var nf *serviceerror.NotFound
+	var busy *serviceerror.ResourceExhausted
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &busy):
+		// Temporal bounds the updates in flight per workflow.
+		return &APIError{Status: http.StatusTooManyRequests, Code: "SIGNER_BUSY", RetryAfter: time.Second,
+			Message: "the enclave is answering as many requests as it takes at once; try again in a moment"}
 	case errors.As(err, &app) && app.Type() == signer.ErrTypeInvalid:
 		return errs.Invalidf("%s", app.Message())
 	case errors.As(err, &app) && app.Type() == workflows.ErrEnclaveConflict:

@@ -334,8 +334,9 @@ func TestAgent(t *testing.T) {
 		t.Fatalf("the failure's error: %v", e)
 	}
 	// No expectation at all fails too, rather than skipping the check.
-	if out, _ := a.Sign(ctx, "enc_test", nil, Request{Purpose: PurposeEVMHash, Payload: hash}); out.Evidence.State != AttestationFailed {
-		t.Fatal("signed without expected PCRs")
+	out, _ = a.Sign(ctx, "enc_test", nil, Request{Purpose: PurposeEVMHash, Payload: hash})
+	if c, _ := out.Evidence.Report.Check(attest.CheckPCRs); out.Evidence.State != AttestationFailed || out.Signature != nil || !strings.Contains(c.Detail, "recorded no PCRs") {
+		t.Fatalf("signed without expected PCRs: %+v", c)
 	}
 	// Another root: the chain fails.
 	other, _ := newAgent(t)
