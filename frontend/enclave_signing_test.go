@@ -49,6 +49,9 @@ func deployedEnclave(t *testing.T, key, repo string) (string, map[string]any) {
 	ref := env.PushEnclaveApp(t, repo, "v1")
 	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
 	id := created["id"].(string)
+	// Nothing keeps running after the test (a test that destroyed it
+	// already gets a 409 here, which is fine).
+	t.Cleanup(func() { do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil) })
 	return id, waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
 }
 
