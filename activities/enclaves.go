@@ -2,17 +2,21 @@ package activities
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/codec"
 	"conduit/internal/enclave"
 	"conduit/internal/enclave/build"
 	"conduit/internal/enclaves"
+	"conduit/internal/errs"
+	"conduit/internal/signer"
 	"conduit/internal/store"
 )
 
@@ -39,6 +43,9 @@ type Enclaves struct {
 	// Retention is how long log entries are kept (0: forever); CopyLogs
 	// prunes older ones at most once an hour per worker process.
 	Retention time.Duration
+	// Root is the root the provider's attestation documents chain to
+	// (the local authority's; nil: the AWS Nitro root).
+	Root *x509.Certificate
 
 	pruned atomic.Int64
 	// providerIDs caches each enclave's providerId (it never changes).
@@ -257,4 +264,65 @@ func (e *Enclaves) prune(ctx context.Context) {
 	} else if n > 0 {
 		activity.GetLogger(ctx).Info("pruned enclave logs", "entries", n, "retention", e.Retention)
 	}
+}
+
+// ErrSignerInvalid types a signing request the signer refused as
+// malformed (HTTP 400); nothing was signed.
+const ErrSignerInvalid = signer.ErrTypeInvalid
+
+// AttestInput asks an enclave for a fresh document bound to Nonce.
+type AttestInput struct {
+	ID    string
+	Nonce []byte
+}
+
+// agent is the enclave signer over the provider.
+func (e *Enclaves) agent() *signer.Agent {
+	return &signer.Agent{Provider: e.Provider, Root: e.Root}
+}
+
+// expectedPCRs are what the deployment measured, as the record keeps
+// them; a record without usable PCRs yields none, which fails the check.
+func (e *Enclaves) expectedPCRs(ctx context.Context, id string) (map[int][]byte, error) {
+	rec, err := e.Store.Enclave(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	pcrs, err := signer.PCRsOf(rec.PCRs)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("the enclave's recorded PCRs are unusable; its attestation cannot verify", "enclave", id, "err", err)
+		return nil, nil
+	}
+	return pcrs, nil
+}
+
+// Attest fetches a fresh document from the enclave's agent and verifies
+// it against the attestation root with the PCRs the deployment measured
+// (read from the record now) and the nonce.
+func (e *Enclaves) Attest(ctx context.Context, in AttestInput) (signer.Evidence, error) {
+	pcrs, err := e.expectedPCRs(ctx, in.ID)
+	if err != nil {
+		return signer.Evidence{}, err
+	}
+	return e.agent().Attest(ctx, in.ID, in.Nonce, pcrs)
+}
+
+// SignInput is one signing request for an enclave.
+type SignInput struct {
+	ID      string
+	Request signer.Request
+}
+
+// Sign verifies a fresh document bound to the request and, when it
+// verifies, has the enclave sign (internal/signer.Agent.Sign).
+func (e *Enclaves) Sign(ctx context.Context, in SignInput) (signer.Signed, error) {
+	pcrs, err := e.expectedPCRs(ctx, in.ID)
+	if err != nil {
+		return signer.Signed{}, err
+	}
+	out, err := e.agent().Sign(ctx, in.ID, pcrs, in.Request)
+	if de, ok := errs.As(err); ok && de.Kind == errs.Invalid {
+		return out, temporal.NewNonRetryableApplicationError(de.Msg, ErrSignerInvalid, nil)
+	}
+	return out, err
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -35,6 +36,9 @@ type Enclaves struct {
 	// Builder builds github sources (nil without enclaves.build_registry:
 	// github sources are refused).
 	Builder *build.Builder
+	// Root is the attestation root the provider's documents chain to
+	// (set when the provider starts).
+	Root *x509.Certificate
 }
 
 // openEnclaves reads the enclave configuration (nil when enclaves are off).
@@ -101,6 +105,7 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 		providers[nitro.ProviderID] = np
 	}
 	e.Provider, e.Providers = p, providers
+	e.Root = auth.Root()
 	return nil
 }
 
@@ -113,7 +118,7 @@ func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {
 	}
 	c := p.Config.Enclaves
 	a := &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Providers: p.Enclaves.Providers, Secrets: p.Enclaves.Secrets,
-		Retention: c.LogRetention, Builder: p.Enclaves.Builder}
+		Retention: c.LogRetention, Builder: p.Enclaves.Builder, Root: p.Enclaves.Root}
 	a.BuildAuth.Username, a.BuildAuth.Password = c.BuildRegistryUsername, c.BuildRegistryPassword
 	return a, nil
 }

@@ -58,6 +58,7 @@ func (s *Server) mountEnclaves(api *gin.RouterGroup, read, write, logs gin.Handl
 	one.POST("/terminate", write, s.enclaveUpdate(enclaves.Terminate, workflows.EnclaveTerminate))
 	one.POST("/retry", write, s.enclaveUpdate(enclaves.Retry, workflows.EnclaveRetry))
 	one.GET("/logs", logs, s.enclaveLogs)
+	s.mountEnclaveSigning(one, read, write)
 }
 
 func (s *Server) enclavesOn(c *gin.Context) {

@@ -134,6 +134,9 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	if err := lc.handlers(ctx); err != nil {
 		return err
 	}
+	if err := lc.signingHandlers(ctx); err != nil {
+		return err
+	}
 
 	if in.Carried == nil {
 		if lc.builds(ctx) {

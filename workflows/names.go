@@ -53,6 +53,8 @@ const (
 	ActEnclaveSyncTasks = "EnclaveSyncTasks"
 
 	// Scheduled tasks: the call into the enclave and the run's record.
-	ActTaskCall   = "TaskCall"
-	ActTaskRecord = "TaskRecord"
+	ActTaskCall      = "TaskCall"
+	ActTaskRecord    = "TaskRecord"
+	ActEnclaveAttest = "EnclaveAttest"
+	ActEnclaveSign   = "EnclaveSign"
 )
