@@ -46,7 +46,12 @@ func scopedKey(t *testing.T, acct string, scopes ...string) string {
 // to run; it answers the id and the record.
 func deployedEnclave(t *testing.T, key, repo string) (string, map[string]any) {
 	t.Helper()
-	ref := env.PushEnclaveApp(t, repo, "v1")
+	return deployedFrom(t, key, env.PushEnclaveApp(t, repo, "v1"))
+}
+
+// deployedFrom deploys the image ref names.
+func deployedFrom(t *testing.T, key, ref string) (string, map[string]any) {
+	t.Helper()
 	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
 	id := created["id"].(string)
 	// Nothing keeps running after the test (a test that destroyed it
@@ -479,7 +484,11 @@ func TestEnclaveSigning(t *testing.T) {
 // its agent gone), deprecated (a raw key signs, with a warning).
 func TestEnclaveSignerStates(t *testing.T) {
 	_, key := env.NewAccount(t)
-	id, rec := deployedEnclave(t, key, "states/echo")
+	// Pulled through a registry the test can break, so that a lost
+	// instance stays lost while the lifecycle tries to start it again.
+	reg := newFlakyRegistry(t, env.Registry)
+	env.PushEnclaveApp(t, "states/echo", "v1")
+	id, rec := deployedFrom(t, key, reg.host()+"/states/echo:v1")
 	base := "/api/enclaves/" + id
 	ctx := context.Background()
 	wallet := rec["walletAddress"].(string)
@@ -561,7 +570,9 @@ func TestEnclaveSignerStates(t *testing.T) {
 	}
 
 	// Disconnected: the record says DEPLOYED but the agent is gone (the
-	// worker's provider lost the instance): 503, try again later.
+	// worker's provider lost the instance, and starting it again waits for
+	// the registry): 503, try again later.
+	reg.down.Store(true)
 	if err := env.Platform.Enclaves.Provider.Terminate(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -574,6 +585,30 @@ func TestEnclaveSignerStates(t *testing.T) {
 		t.Fatalf("agent gone, signer: %v", s)
 	}
 	wantStatus(t, do(t, "GET", base+"/attestation", key, nil), http.StatusServiceUnavailable)
+	// The registry back, the lifecycle starts the instance again (the
+	// retry runs now) and the enclave signs again, with the address its
+	// record now names (Terminate above also removed the kept keys, which
+	// a worker that dies does not).
+	for reg.refused.Load() == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	reg.down.Store(false)
+	wantStatus(t, do(t, "POST", base+"/retry", key, nil), http.StatusOK)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r5 := do(t, "POST", base+"/sign/message", key, msg)
+		if r5.Status == http.StatusOK {
+			now := wantStatus(t, do(t, "GET", base, key, nil), http.StatusOK)["walletAddress"]
+			if recoverPersonal(t, []byte("state check"), r5.JSON(t)["signature"].(string)).Hex() != now {
+				t.Fatalf("after the restart the signature recovers elsewhere: %s", r5.Body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not signing again after the registry came back: %d %s", r5.Status, r5.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	wantStatus(t, do(t, "POST", base+"/terminate", key, nil), http.StatusOK)
 	r = wantStatus(t, do(t, "POST", base+"/sign/transaction", key, map[string]any{"transaction": evmTx(t, 0, common.Address{1}, 1)}), http.StatusConflict)
 	if r["status"] != "DESTROYED" || r["code"] != "SIGNER_DISCONNECTED" {
