@@ -136,6 +136,7 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 	w := env.Stdout
 	fmt.Fprintf(w, "\nconduit dev is up (%s)\n", took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  API           %s   (health: %s/healthz)\n", env.Config.BaseURL(), env.Config.BaseURL())
+	fmt.Fprintf(w, "  dashboard     %s%s   (sign in with the dev login below)\n", env.Config.BaseURL(), frontend.DashboardPath)
 	fmt.Fprintf(w, "  MCP tools     %s%s   (mirror: %s%s; docs/mcp.md)\n", env.Config.BaseURL(), frontend.MCPPath, env.Config.BaseURL(), frontend.ToolsPath)
 	if s.TemporalUI != "" {
 		fmt.Fprintf(w, "  Temporal UI   http://%s\n", s.TemporalUI)
