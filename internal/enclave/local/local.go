@@ -27,6 +27,7 @@ import (
 
 	"conduit/internal/attest"
 	"conduit/internal/enclave"
+	"conduit/internal/enclave/oci"
 )
 
 // Options configure a Provider.
@@ -159,7 +160,7 @@ func (p *Provider) Prepare(ctx context.Context, id string, src enclave.Source) (
 		return enclave.Image{}, err
 	}
 	defer unlock()
-	img, err := pull(ctx, id, src)
+	img, err := oci.Pull(ctx, id, src)
 	if err != nil {
 		return enclave.Image{}, err
 	}

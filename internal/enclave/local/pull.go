@@ -1,67 +1,24 @@
 package local
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"conduit/internal/attest"
 	"conduit/internal/enclave"
+	"conduit/internal/enclave/oci"
 )
 
-// pull resolves src to an image in its registry. go-containerregistry picks the scheme from the
-// host: plain HTTP for loopback and RFC 1918 addresses, HTTPS for everything else
-// (docs/enclaves.md, pulling).
-func pull(ctx context.Context, id string, src enclave.Source) (v1.Image, error) {
-	ref, err := name.ParseReference(src.Ref)
-	if err != nil {
-		return nil, enclave.Errorf(enclave.Permanent, "prepare", id, "image reference %q: %v", src.Ref, err)
-	}
-	auth := authn.Anonymous
-	if src.Username != "" || src.Password != "" {
-		auth = &authn.Basic{Username: src.Username, Password: src.Password}
-	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuth(auth),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}),
-		// A few quick retries ride out a blip; longer outages are the lifecycle's to retry, with
-		// its own backoff and the failure visible in the meantime.
-		remote.WithRetryBackoff(remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 3}))
-	if err != nil {
-		return nil, classifyRegistry(id, src.Ref, err)
-	}
-	return img, nil
-}
-
-// classifyRegistry sorts a registry failure: what the registry said no to (missing image or
-// repository, refused credentials, a bad request) is permanent; everything else — refused
-// connections, timeouts, 5xx, 429 — is transient, so the lifecycle retries until the registry is
-// back.
+// classifyRegistry: images we will not unpack are permanent; registry
+// failures are sorted by oci.Classify.
 func classifyRegistry(id, ref string, err error) error {
 	var bad *unsafeImageError
 	if errors.As(err, &bad) {
 		return enclave.Errorf(enclave.Permanent, "prepare", id, "image %s: %v", ref, err)
 	}
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		switch {
-		case terr.StatusCode == http.StatusTooManyRequests || terr.StatusCode >= 500:
-			return enclave.Errorf(enclave.Transient, "prepare", id, "pulling %s: %v", ref, err)
-		case terr.StatusCode >= 400:
-			return enclave.Errorf(enclave.Permanent, "prepare", id, "pulling %s: %v", ref, err)
-		}
-	}
-	if errors.Is(err, context.Canceled) {
-		return enclave.Wrap(enclave.Transient, "prepare", id, err)
-	}
-	return enclave.Errorf(enclave.Transient, "prepare", id, "pulling %s: %v", ref, err)
+	return oci.Classify(id, ref, err)
 }
 
 // describe measures an image: PCR0 over the manifest and layer digests, PCR1 over the runtime,

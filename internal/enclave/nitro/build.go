@@ -3,7 +3,6 @@ package nitro
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
@@ -11,21 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"conduit/internal/enclave"
 	"conduit/internal/enclave/nitro/eif"
+	"conduit/internal/enclave/oci"
 )
 
 // bootBlobs are the parts of every EIF that do not come from the image.
@@ -79,49 +75,20 @@ func (b bootBlobs) bootstrapRamdisk() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// pull resolves src in its registry (plain HTTP only for loopback and RFC 1918 hosts, as
-// go-containerregistry decides; the same rules as the local provider).
-func pull(ctx context.Context, id string, src enclave.Source) (v1.Image, error) {
-	ref, err := name.ParseReference(src.Ref)
-	if err != nil {
-		return nil, enclave.Errorf(enclave.Permanent, "prepare", id, "image reference %q: %v", src.Ref, err)
-	}
-	auth := authn.Anonymous
-	if src.Username != "" || src.Password != "" {
-		auth = &authn.Basic{Username: src.Username, Password: src.Password}
-	}
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuth(auth),
-		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}),
-		remote.WithRetryBackoff(remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 3}))
-	if err != nil {
-		return nil, classifyRegistry(id, src.Ref, err)
-	}
-	return img, nil
-}
-
 // badImage is an image that cannot become an EIF as it is.
 type badImage struct{ err error }
 
 func (e *badImage) Error() string { return e.err.Error() }
 func (e *badImage) Unwrap() error { return e.err }
 
-// classifyRegistry: what the registry refused (4xx but 429) and images we cannot use are
-// permanent; unreachable registries, timeouts, 5xx and 429 transient.
+// classifyRegistry: images that cannot become an EIF are permanent;
+// registry failures are sorted by oci.Classify.
 func classifyRegistry(id, ref string, err error) error {
 	var bad *badImage
 	if errors.As(err, &bad) {
 		return enclave.Errorf(enclave.Permanent, "prepare", id, "image %s: %v", ref, err)
 	}
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		switch {
-		case terr.StatusCode == http.StatusTooManyRequests || terr.StatusCode >= 500:
-			return enclave.Errorf(enclave.Transient, "prepare", id, "pulling %s: %v", ref, err)
-		case terr.StatusCode >= 400:
-			return enclave.Errorf(enclave.Permanent, "prepare", id, "pulling %s: %v", ref, err)
-		}
-	}
-	return enclave.Errorf(enclave.Transient, "prepare", id, "pulling %s: %v", ref, err)
+	return oci.Classify(id, ref, err)
 }
 
 // describe reads what the EIF needs from the image: digests, argv (entrypoint then cmd), env.

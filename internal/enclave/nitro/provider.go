@@ -23,6 +23,7 @@ import (
 
 	"conduit/internal/attest"
 	"conduit/internal/enclave"
+	"conduit/internal/enclave/oci"
 )
 
 // Tags every instance carries.
@@ -72,7 +73,7 @@ func (p *Provider) Prepare(ctx context.Context, id string, src enclave.Source) (
 		return enclave.Image{}, err
 	}
 	defer unlock()
-	img, err := pull(ctx, id, src)
+	img, err := oci.Pull(ctx, id, src)
 	if err != nil {
 		return enclave.Image{}, err
 	}
