@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -31,75 +30,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/sys/unix"
 
 	"conduit/internal/attest"
 	"conduit/internal/enclave"
+	"conduit/internal/enclave/enclavetest"
 )
-
-var (
-	appOnce sync.Once
-	appBin  []byte
-	appErr  error
-)
-
-// appBinary compiles testdata/app as a static binary once per test run.
-func appBinary(t *testing.T) []byte {
-	t.Helper()
-	appOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "enclave-app-")
-		if err != nil {
-			appErr = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "server")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./testdata/app")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			appErr = fmt.Errorf("go build: %v: %s", err, msg)
-			return
-		}
-		appBin, appErr = os.ReadFile(out)
-	})
-	if appErr != nil {
-		t.Fatal(appErr)
-	}
-	return appBin
-}
-
-type tarEntry struct {
-	name string
-	typ  byte
-	mode int64
-	body []byte
-	link string
-}
-
-func layer(t *testing.T, entries ...tarEntry) v1.Layer {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Size: int64(len(e.body)), Linkname: e.link, ModTime: time.Unix(0, 0)}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(e.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 var testConfig = v1.Config{
 	Entrypoint: []string{"/app/server"},
@@ -111,12 +47,12 @@ var testConfig = v1.Config{
 // of the first with a whiteout.
 func appImage(t *testing.T) v1.Image {
 	t.Helper()
-	l1 := layer(t,
-		tarEntry{name: "app/", typ: tar.TypeDir, mode: 0o755},
-		tarEntry{name: "app/server", typ: tar.TypeReg, mode: 0o755, body: appBinary(t)},
-		tarEntry{name: "app/junk", typ: tar.TypeReg, mode: 0o644, body: []byte("deleted by the next layer")},
+	l1 := enclavetest.Layer(t,
+		enclavetest.Entry{Name: "app/", Type: tar.TypeDir, Mode: 0o755},
+		enclavetest.Entry{Name: "app/server", Type: tar.TypeReg, Mode: 0o755, Body: enclavetest.App(t)},
+		enclavetest.Entry{Name: "app/junk", Type: tar.TypeReg, Mode: 0o644, Body: []byte("deleted by the next layer")},
 	)
-	l2 := layer(t, tarEntry{name: "app/.wh.junk", typ: tar.TypeReg, mode: 0o644})
+	l2 := enclavetest.Layer(t, enclavetest.Entry{Name: "app/.wh.junk", Type: tar.TypeReg, Mode: 0o644})
 	img, err := mutate.AppendLayers(empty.Image, l1, l2)
 	if err != nil {
 		t.Fatal(err)
@@ -727,7 +663,7 @@ func TestPullErrors(t *testing.T) {
 		t.Errorf("a bad reference: want a permanent error, got %v", err)
 	}
 	// Images that can never run: no command, a layer that climbs out of its root.
-	noCmd, err := mutate.AppendLayers(empty.Image, layer(t, tarEntry{name: "app/", typ: tar.TypeDir, mode: 0o755}))
+	noCmd, err := mutate.AppendLayers(empty.Image, enclavetest.Layer(t, enclavetest.Entry{Name: "app/", Type: tar.TypeDir, Mode: 0o755}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +671,7 @@ func TestPullErrors(t *testing.T) {
 	if _, err := p.Prepare(ctx, "enc_nocmd", enclave.Source{Ref: reg.Host + "/apps/nocmd:1"}); !enclave.IsPermanent(err) {
 		t.Errorf("an image without a command: want a permanent error, got %v", err)
 	}
-	escape, err := mutate.AppendLayers(empty.Image, layer(t, tarEntry{name: "../outside", typ: tar.TypeReg, mode: 0o644, body: []byte("x")}))
+	escape, err := mutate.AppendLayers(empty.Image, enclavetest.Layer(t, enclavetest.Entry{Name: "../outside", Type: tar.TypeReg, Mode: 0o644, Body: []byte("x")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -834,21 +770,21 @@ func TestUnpackRefusesEscapes(t *testing.T) {
 	outside := t.TempDir()
 	for _, tc := range []struct {
 		name    string
-		entries []tarEntry
+		entries []enclavetest.Entry
 	}{
-		{"dotdot", []tarEntry{{name: "../outside", typ: tar.TypeReg, mode: 0o644, body: []byte("x")}}},
-		{"through a symlink", []tarEntry{
-			{name: "etc", typ: tar.TypeSymlink, link: outside},
-			{name: "etc/planted", typ: tar.TypeReg, mode: 0o644, body: []byte("x")},
+		{"dotdot", []enclavetest.Entry{{Name: "../outside", Type: tar.TypeReg, Mode: 0o644, Body: []byte("x")}}},
+		{"through a symlink", []enclavetest.Entry{
+			{Name: "etc", Type: tar.TypeSymlink, Link: outside},
+			{Name: "etc/planted", Type: tar.TypeReg, Mode: 0o644, Body: []byte("x")},
 		}},
-		{"file then symlink over its directory", []tarEntry{
-			{name: "etc/planted", typ: tar.TypeReg, mode: 0o644, body: []byte("x")},
-			{name: "etc", typ: tar.TypeSymlink, link: outside},
+		{"file then symlink over its directory", []enclavetest.Entry{
+			{Name: "etc/planted", Type: tar.TypeReg, Mode: 0o644, Body: []byte("x")},
+			{Name: "etc", Type: tar.TypeSymlink, Link: outside},
 		}},
-		{"hard link out", []tarEntry{{name: "passwd", typ: tar.TypeLink, link: "../../etc/passwd"}}},
+		{"hard link out", []enclavetest.Entry{{Name: "passwd", Type: tar.TypeLink, Link: "../../etc/passwd"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			img, err := mutate.AppendLayers(empty.Image, layer(t, tc.entries...))
+			img, err := mutate.AppendLayers(empty.Image, enclavetest.Layer(t, tc.entries...))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,10 +2,8 @@ package nitro
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,10 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"conduit/internal/attest"
+	"conduit/internal/enclave/enclavetest"
 	"conduit/internal/enclave/local"
 	"conduit/internal/enclave/nitro/awsfake"
 )
@@ -47,50 +45,19 @@ type world struct {
 	ec2URL string
 }
 
-type tarEntry struct {
-	name, link string
-	typ        byte
-	mode       int64
-	body       []byte
-}
-
-func layer(t *testing.T, entries ...tarEntry) v1.Layer {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: e.mode, Size: int64(len(e.body)), Linkname: e.link, ModTime: time.Unix(1700000000, 0)}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(e.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // testImage: a program, a symbolic and a hard link to it, a file whose directory has no entry of
 // its own, and a file the second layer deletes.
 func testImage(t *testing.T, version string) v1.Image {
 	t.Helper()
-	l1 := layer(t,
-		tarEntry{name: "app/", typ: tar.TypeDir, mode: 0o755},
-		tarEntry{name: "app/server", typ: tar.TypeReg, mode: 0o755, body: []byte("#!/bin/sh\necho serving " + version + "\n")},
-		tarEntry{name: "app/hard", typ: tar.TypeLink, link: "app/server"},
-		tarEntry{name: "bin/run", typ: tar.TypeSymlink, link: "/app/server"},
-		tarEntry{name: "etc/conf/greeting", typ: tar.TypeReg, mode: 0o644, body: []byte("hello")},
-		tarEntry{name: "app/junk", typ: tar.TypeReg, mode: 0o644, body: []byte("deleted")},
+	l1 := enclavetest.Layer(t,
+		enclavetest.Entry{Name: "app/", Type: tar.TypeDir, Mode: 0o755},
+		enclavetest.Entry{Name: "app/server", Type: tar.TypeReg, Mode: 0o755, Body: []byte("#!/bin/sh\necho serving " + version + "\n")},
+		enclavetest.Entry{Name: "app/hard", Type: tar.TypeLink, Link: "app/server"},
+		enclavetest.Entry{Name: "bin/run", Type: tar.TypeSymlink, Link: "/app/server"},
+		enclavetest.Entry{Name: "etc/conf/greeting", Type: tar.TypeReg, Mode: 0o644, Body: []byte("hello")},
+		enclavetest.Entry{Name: "app/junk", Type: tar.TypeReg, Mode: 0o644, Body: []byte("deleted")},
 	)
-	l2 := layer(t, tarEntry{name: "app/.wh.junk", typ: tar.TypeReg, mode: 0o644})
+	l2 := enclavetest.Layer(t, enclavetest.Entry{Name: "app/.wh.junk", Type: tar.TypeReg, Mode: 0o644})
 	img, err := mutate.AppendLayers(empty.Image, l1, l2)
 	if err != nil {
 		t.Fatal(err)
