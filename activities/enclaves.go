@@ -248,7 +248,11 @@ func (e *Enclaves) Watch(ctx context.Context, id string) (Watched, error) {
 	if err != nil {
 		return Watched{}, err
 	}
-	st, err := e.Provider.Status(ctx, id)
+	p, err := e.provider(ctx, id)
+	if err != nil {
+		return Watched{}, err
+	}
+	st, err := p.Status(ctx, id)
 	return Watched{Copied: n, Status: st}, err
 }
 
