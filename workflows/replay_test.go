@@ -58,6 +58,8 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(TopUp, workflow.RegisterOptions{Name: WfTopUp})
 			r.RegisterWorkflowWithOptions(MediaEdit, workflow.RegisterOptions{Name: WfMediaEdit})
 			r.RegisterWorkflowWithOptions(Enclave, workflow.RegisterOptions{Name: WfEnclave})
+			r.RegisterWorkflowWithOptions(TaskRun, workflow.RegisterOptions{Name: WfTaskRun})
+			r.RegisterWorkflowWithOptions(PackPurchase, workflow.RegisterOptions{Name: WfPackPurchase})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatal(err)
 			}
