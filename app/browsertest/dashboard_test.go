@@ -203,6 +203,7 @@ func TestDashboardFlow(t *testing.T) {
 	for _, p := range []struct{ path, heading, shot string }{
 		{"/dashboard/media", "Media and purchases", "media"},
 		{"/dashboard/enclaves", "Enclaves", "enclaves"},
+		{"/dashboard/tasks", "Scheduled tasks", "tasks"},
 	} {
 		x.open(p.path, p.heading)
 		x.accessible(p.shot)

@@ -9,6 +9,7 @@ import { Editor } from "./pages/Editor";
 import { RunList, RunPage } from "./pages/Runs";
 import { Media } from "./pages/Media";
 import { EnclaveList, EnclavePage } from "./pages/Enclaves";
+import { TaskList, TaskPage } from "./pages/Tasks";
 
 const nav: [string, string][] = [
   ["/pipelines", "Pipelines"],
@@ -17,6 +18,7 @@ const nav: [string, string][] = [
   ["/keys", "API keys"],
   ["/media", "Media"],
   ["/enclaves", "Enclaves"],
+  ["/tasks", "Tasks"],
 ];
 
 export function App() {
@@ -86,6 +88,8 @@ export function App() {
   else if (path === "/media") page = <Media />;
   else if (path === "/enclaves") page = <EnclaveList />;
   else if ((m = match("/enclaves/:id", path))) page = <EnclavePage id={m.id} />;
+  else if (path === "/tasks") page = <TaskList />;
+  else if ((m = match("/tasks/:id", path))) page = <TaskPage key={m.id} id={m.id} />;
   else
     page = (
       <>
