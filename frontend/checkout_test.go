@@ -17,6 +17,7 @@ import (
 	"conduit/internal/checkout"
 	"conduit/internal/checkout/stripetest"
 	"conduit/internal/money"
+	"conduit/internal/store"
 	"conduit/workflows"
 )
 
@@ -364,5 +365,79 @@ func TestStripeCheckoutGrantsOnce(t *testing.T) {
 	}
 	if cs, _ := env.Platform.Store.CheckoutSessionByID(context.Background(), id); cs.Status != "complete" || cs.PaymentStatus != "paid" || cs.CompletedAt == nil {
 		t.Fatalf("the session after payment: %+v", cs)
+	}
+}
+
+// A pack's grant survives the process dying at each step of the webhook's
+// way: after the event was recorded but before the grant's workflow
+// started (the provider delivers again: the workflow starts then), and
+// with no worker to run the grant (the delivery answers, the grant waits;
+// a redelivery meanwhile starts nothing) — then one pack, once.
+func TestPackGrantSurvivesACrashBetweenSteps(t *testing.T) {
+	ctx := context.Background()
+	b := newBrowser(t, env.URL)
+	s := b.signUp(uniqueEmail(t), "a password long enough")
+	acct := s["accountId"].(string)
+	st, opened := b.api("POST", frontend.CheckoutPath, map[string]any{"pack": "50"}, frontend.CSRFHeader, s["csrfToken"].(string))
+	if st != http.StatusCreated {
+		t.Fatalf("checkout: %d %v", st, opened)
+	}
+	id := opened["id"].(string)
+	cs, err := env.Platform.Store.CheckoutSessionByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := env.Platform.Checkout.Provider.(*checkout.Local)
+	payload, sig, err := local.Completed(cs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct{ ID, Type string }
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		t.Fatal(err)
+	}
+	before, err := env.Platform.Store.Balance(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The first delivery recorded the event, then the process died.
+	if _, err := env.Platform.Store.RecordCheckoutEvent(ctx, store.CheckoutEvent{ID: ev.ID, SessionID: id, Type: ev.Type, Payload: payload, Signature: sig}); err != nil {
+		t.Fatal(err)
+	}
+	// The redelivery finds no worker: the grant is started, not done.
+	env.StopWorker()
+	workerUp := false
+	t.Cleanup(func() {
+		if !workerUp {
+			_ = env.StartWorker()
+		}
+	})
+	if st, out := postWebhook(t, signedPair(payload, sig)); st != http.StatusOK || out["started"] != true {
+		t.Fatalf("redelivery after the crash: %d %v", st, out)
+	}
+	if st, out := postWebhook(t, signedPair(payload, sig)); st != http.StatusOK || out["started"] != false || out["duplicate"] != true {
+		t.Fatalf("redelivery while the grant waits: %d %v", st, out)
+	}
+	if now, _ := env.Platform.Store.Balance(ctx, acct); now != before {
+		t.Fatalf("granted with no worker: %s → %s", before, now)
+	}
+	if err := env.StartWorker(); err != nil {
+		t.Fatal(err)
+	}
+	workerUp = true
+	packGranted(t, id)
+	if st, out := postWebhook(t, signedPair(payload, sig)); st != http.StatusOK || out["started"] != false {
+		t.Fatalf("redelivery after the grant: %d %v", st, out)
+	}
+	after, err := env.Platform.Store.Balance(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before != 52_500_000 {
+		t.Fatalf("balance %s → %s, want +52.50 once", before, after)
+	}
+	if n := len(packEntries(t, b)); n != 1 {
+		t.Fatalf("%d pack entries", n)
 	}
 }
