@@ -17,7 +17,7 @@ import (
 	"conduit/internal/imagefetch"
 	"conduit/internal/media"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/pricing"
 	"conduit/internal/store"
 )
@@ -61,7 +61,7 @@ type GenerateMediaInput struct {
 	RunID   string
 	NodeID  string
 	ItemID  string
-	Request pipeline.GenerationRequest
+	Request graph.GenerationRequest
 }
 
 // GeneratedMedia is the rendered file as a library item (recorded when

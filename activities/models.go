@@ -11,7 +11,7 @@ import (
 
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 )
 
 // ErrTypeModelRequest marks a model error that retrying cannot fix.
@@ -33,7 +33,7 @@ type Models struct {
 type GenerateInput struct {
 	RunID   string
 	NodeID  string
-	Request pipeline.ModelRequest
+	Request graph.ModelRequest
 	// Stream publishes tokens through the DeltaSink as they arrive.
 	Stream bool
 }

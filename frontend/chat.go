@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/logging"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/runs"
 	"conduit/internal/store"
 	"conduit/workflows"
@@ -41,21 +41,21 @@ type chatRequest struct {
 
 // chatTarget is how a pipeline maps onto a conversation.
 type chatTarget struct {
-	entry      *pipeline.Node // the first input node: gets the latest user message
-	output     *pipeline.Node // the first output node: its value is the answer
+	entry      *graph.Node // the first input node: gets the latest user message
+	output     *graph.Node // the first output node: its value is the answer
 	streamNode string         // the model node whose tokens are streamed, if any
 }
 
 // chatShape finds the entry and output nodes, or says (422) why the
 // pipeline cannot chat.
-func chatShape(g *pipeline.Graph) (chatTarget, error) {
+func chatShape(g *graph.Graph) (chatTarget, error) {
 	var t chatTarget
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if n.Type == pipeline.KindInput && t.entry == nil {
+		if n.Type == graph.KindInput && t.entry == nil {
 			t.entry = n
 		}
-		if n.Type == pipeline.KindOutput && t.output == nil {
+		if n.Type == graph.KindOutput && t.output == nil {
 			t.output = n
 		}
 	}
@@ -74,7 +74,7 @@ func chatShape(g *pipeline.Graph) (chatTarget, error) {
 	// Tokens are streamed only when the answer is a model's own text: a
 	// guardrail or transform in between could change or withhold it, so
 	// then the answer is sent whole when the run ends.
-	if src, ok := g.Node(t.output.From); ok && src.Type == pipeline.KindModel {
+	if src, ok := g.Node(t.output.From); ok && src.Type == graph.KindModel {
 		t.streamNode = src.ID
 	}
 	return t, nil

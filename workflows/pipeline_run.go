@@ -15,7 +15,7 @@ import (
 
 	"conduit/activities"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/store"
 )
 
@@ -397,11 +397,11 @@ func (r *runner) run(ctx workflow.Context, name string, arg any) workflow.Future
 
 type runner struct {
 	in     RunInput
-	graph  *pipeline.Graph
+	graph  *graph.Graph
 	state  RunState
 	values map[string]string
 	index  map[string]int // node id → position in state.Nodes
-	// bytes is the size of every value so far (pipeline.MaxRunBytes).
+	// bytes is the size of every value so far (graph.MaxRunBytes).
 	bytes int
 	// local: short steps and inline model calls run as local activities.
 	local bool
@@ -420,7 +420,7 @@ type runner struct {
 }
 
 func (r *runner) execute(ctx workflow.Context) {
-	g, err := pipeline.Parse(r.in.Graph)
+	g, err := graph.Parse(r.in.Graph)
 	if err == nil {
 		err = g.Servable()
 	}
@@ -481,7 +481,7 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 	case "prompt":
 		value, err = n.TransformValue(r.values)
 	case "guardrail":
-		var res pipeline.GuardrailResult
+		var res graph.GuardrailResult
 		res, err = n.CheckGuardrail(r.values[n.Input])
 		if err == nil && res.Blocked {
 			err = fmt.Errorf("guardrail %q blocked the run: %s", id, joinViolations(res.Violations))
@@ -514,7 +514,7 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 			RetryPolicy:         retry,
 		})
 		return modelCall{id: id, future: workflow.ExecuteActivity(actx, ActGenerate, gen)}, true
-	case pipeline.KindSpeech, pipeline.KindMusic, pipeline.KindVideo:
+	case graph.KindSpeech, graph.KindMusic, graph.KindVideo:
 		// New node kinds issue their commands only when a graph uses
 		// them: runs of existing graphs replay unchanged.
 		req, rerr := n.GenerationRequest(r.values)
@@ -533,7 +533,7 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 // generate renders a generation node's file on the bounded render work
 // queue, like a pay-per-call render: heartbeats, a few attempts (a
 // refused or impossible request is not retried), and a bound on the whole.
-func (r *runner) generate(ctx workflow.Context, id string, req pipeline.GenerationRequest) workflow.Future {
+func (r *runner) generate(ctx workflow.Context, id string, req graph.GenerationRequest) workflow.Future {
 	timeout := r.in.Generation.Timeouts[id]
 	if timeout <= 0 {
 		timeout = defaultGenerationTimeout
@@ -597,10 +597,10 @@ func (r *runner) done(ctx workflow.Context, id, value string, err error) {
 	ns.FinishedAt = &now
 	switch {
 	case err != nil:
-	case len(value) > pipeline.MaxNodeBytes:
-		err, value = fmt.Errorf("its value would be %d KiB, %w", len(value)>>10, pipeline.ErrTooLarge), ""
-	case r.bytes+len(value) > pipeline.MaxRunBytes:
-		err, value = fmt.Errorf("the run's values would pass the %d KiB limit per run", pipeline.MaxRunBytes>>10), ""
+	case len(value) > graph.MaxNodeBytes:
+		err, value = fmt.Errorf("its value would be %d KiB, %w", len(value)>>10, graph.ErrTooLarge), ""
+	case r.bytes+len(value) > graph.MaxRunBytes:
+		err, value = fmt.Errorf("the run's values would pass the %d KiB limit per run", graph.MaxRunBytes>>10), ""
 	}
 	r.bytes += len(value)
 	if err != nil {

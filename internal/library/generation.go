@@ -7,33 +7,33 @@ import (
 
 	"conduit/internal/errs"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/pricing"
 	"conduit/workflows"
 )
 
 // request is a generation node's settings as the menus read them; the
 // text is the node's template, judged only when it is fixed text.
-func request(n *pipeline.Node) (pricing.GenRequest, bool) {
+func request(n *graph.Node) (pricing.GenRequest, bool) {
 	_, t := n.TextTemplate()
-	refs, err := pipeline.TemplateRefs(t)
+	refs, err := graph.TemplateRefs(t)
 	fixed := err == nil && len(refs) == 0
 	return pricing.GenRequest{Kind: n.Type, Model: n.Model, Voice: n.Voice, Seconds: n.Seconds, AspectRatio: n.AspectRatio, Text: t}, fixed && t != ""
 }
 
-// CheckNode is the pipeline.GenerationCheck of this deployment: a
+// CheckNode is the graph.GenerationCheck of this deployment: a
 // generation node's model, voice, length and aspect ratio must be on the
 // menus, and a fixed text within its kind's limit; without the media
 // library nothing can be generated at all.
-func (s *Service) CheckNode(n *pipeline.Node) []pipeline.Problem {
+func (s *Service) CheckNode(n *graph.Node) []graph.Problem {
 	if s.ready() != nil {
-		return []pipeline.Problem{{NodeID: n.ID, Field: "type", Message: "media generation is not available on this deployment (media.secret is not set)"}}
+		return []graph.Problem{{NodeID: n.ID, Field: "type", Message: "media generation is not available on this deployment (media.secret is not set)"}}
 	}
 	req, fixed := request(n)
 	_, err := s.Generation.Resolve(req, fixed)
 	var fe *pricing.FieldError
 	if errors.As(err, &fe) {
-		return []pipeline.Problem{{NodeID: n.ID, Field: fe.Field, Message: fe.Msg}}
+		return []graph.Problem{{NodeID: n.ID, Field: fe.Field, Message: fe.Msg}}
 	}
 	return nil
 }
@@ -42,7 +42,7 @@ func (s *Service) CheckNode(n *pipeline.Node) []pipeline.Problem {
 // can cost together (held with the run: a speech template is priced at
 // the longest text it may render to) and their render bounds (the menus'
 // deadline and twice as long again to collect, as for a purchase).
-func (s *Service) Plan(g *pipeline.Graph) (money.Micros, workflows.GenerationBounds) {
+func (s *Service) Plan(g *graph.Graph) (money.Micros, workflows.GenerationBounds) {
 	var hold money.Micros
 	var b workflows.GenerationBounds
 	if s.ready() != nil {
@@ -50,7 +50,7 @@ func (s *Service) Plan(g *pipeline.Graph) (money.Micros, workflows.GenerationBou
 	}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		if !pipeline.IsGeneration(n.Type) {
+		if !graph.IsGeneration(n.Type) {
 			continue
 		}
 		req, fixed := request(n)
@@ -70,12 +70,12 @@ func (s *Service) Plan(g *pipeline.Graph) (money.Micros, workflows.GenerationBou
 
 // Runnable refuses a run of a graph with generation nodes on a deployment
 // without the media library (published before it was turned off).
-func (s *Service) Runnable(g *pipeline.Graph) error {
+func (s *Service) Runnable(g *graph.Graph) error {
 	if s.ready() == nil {
 		return nil
 	}
 	for _, n := range g.Nodes {
-		if pipeline.IsGeneration(n.Type) {
+		if graph.IsGeneration(n.Type) {
 			return &errs.Error{Kind: errs.Unavailable, Msg: "this pipeline has generation nodes (" + n.ID + ") and media generation is not available on this deployment"}
 		}
 	}
@@ -85,7 +85,7 @@ func (s *Service) Runnable(g *pipeline.Graph) error {
 // Price is what a generation node costs rendering text (an empty text, one
 // not known before the run, at the least its kind can cost), false when
 // the menus would refuse it.
-func (s *Service) Price(n *pipeline.Node, text string) (money.Micros, bool) {
+func (s *Service) Price(n *graph.Node, text string) (money.Micros, bool) {
 	if s.ready() != nil {
 		return 0, false
 	}

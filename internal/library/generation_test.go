@@ -8,7 +8,7 @@ import (
 
 	"conduit/internal/config"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/pricing"
 )
 
@@ -33,9 +33,9 @@ func service(t *testing.T) *Service {
 	return &Service{Generation: pricing.Generation{Video: v, Speech: sp, Music: mu}, HeartbeatTimeout: 30 * time.Second}
 }
 
-func graph(t *testing.T, s string) *pipeline.Graph {
+func parseGraph(t *testing.T, s string) *graph.Graph {
 	t.Helper()
-	g, err := pipeline.Parse([]byte(s))
+	g, err := graph.Parse([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ const nodes = `{"nodes":[{"id":"q","type":"input","key":"q"},
 // times the menu's deadline.
 func TestPlanHoldsTheWorstCase(t *testing.T) {
 	s := service(t)
-	hold, b := s.Plan(graph(t, nodes))
+	hold, b := s.Plan(parseGraph(t, nodes))
 	want := money.Cents(126) + money.Cents(2) + money.Cents(10) + money.Cents(90)
 	if hold != want {
 		t.Fatalf("hold %s, want %s", hold, want)
@@ -64,17 +64,17 @@ func TestPlanHoldsTheWorstCase(t *testing.T) {
 	if b.Timeouts["say"] != 3*90*time.Second || b.Timeouts["bed"] != 3*90*time.Second || b.Timeouts["clip"] != 3*2*120*time.Second || b.Heartbeat != 30*time.Second {
 		t.Fatalf("bounds %+v", b)
 	}
-	if s.Runnable(graph(t, nodes)) != nil {
+	if s.Runnable(parseGraph(t, nodes)) != nil {
 		t.Fatal("refused on a deployment with media")
 	}
 }
 
 func TestCheckNodeNamesTheField(t *testing.T) {
 	s := service(t)
-	g := graph(t, `{"nodes":[{"id":"a","type":"speech","text":"`+strings.Repeat("x", 3001)+`"},
+	g := parseGraph(t, `{"nodes":[{"id":"a","type":"speech","text":"`+strings.Repeat("x", 3001)+`"},
 		{"id":"b","type":"video","prompt":"x","model":"wave-2.7","seconds":15}]}`)
 	err := g.Validate(nil, s.CheckNode)
-	var ve *pipeline.ValidationError
+	var ve *graph.ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) != 2 ||
 		ve.Problems[0].Field != "text" || !strings.Contains(ve.Problems[0].Message, "3001 characters") ||
 		ve.Problems[1].Field != "seconds" || !strings.Contains(ve.Problems[1].Message, "model wave-2.7 sells 5, 10 seconds, not 15") {
@@ -86,7 +86,7 @@ func TestCheckNodeNamesTheField(t *testing.T) {
 // say so, runs are refused, nothing is held.
 func TestWithoutTheLibrary(t *testing.T) {
 	var off *Service
-	g := graph(t, nodes)
+	g := parseGraph(t, nodes)
 	if p := off.CheckNode(&g.Nodes[1]); len(p) != 1 || !strings.Contains(p[0].Message, "not available") {
 		t.Fatalf("%v", p)
 	}
@@ -96,7 +96,7 @@ func TestWithoutTheLibrary(t *testing.T) {
 	if err := off.Runnable(g); err == nil || !strings.Contains(err.Error(), "generation nodes (say)") {
 		t.Fatalf("%v", err)
 	}
-	if err := off.Runnable(graph(t, `{"nodes":[{"id":"q","type":"input","key":"q"}]}`)); err != nil {
+	if err := off.Runnable(parseGraph(t, `{"nodes":[{"id":"q","type":"input","key":"q"}]}`)); err != nil {
 		t.Fatalf("a graph without generation nodes was refused: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"conduit/internal/errs"
 	"conduit/internal/library"
 	"conduit/internal/models"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/store"
 )
 
@@ -95,7 +95,7 @@ func Summary(p store.Pipeline) Pipeline {
 }
 
 // ContractOf is g's contract in its record form.
-func ContractOf(g *pipeline.Graph) *Contract {
+func ContractOf(g *graph.Graph) *Contract {
 	c := g.Contract()
 	out := &Contract{Inputs: []InputSpec{}, Outputs: c.Outputs}
 	if out.Outputs == nil {
@@ -137,14 +137,14 @@ func (s *Service) List(ctx context.Context, account string) ([]Pipeline, error) 
 }
 
 // Validate checks a graph against the graph rules and the model catalog.
-func (s *Service) Validate(g *pipeline.Graph) *Validation {
+func (s *Service) Validate(g *graph.Graph) *Validation {
 	v := &Validation{Valid: true, Problems: []Problem{}}
 	err := g.Validate(s.Catalog.Known, s.Library.CheckNode)
 	if err == nil {
 		return v
 	}
 	v.Valid = false
-	var ve *pipeline.ValidationError
+	var ve *graph.ValidationError
 	if errors.As(err, &ve) {
 		for _, p := range ve.Problems {
 			v.Problems = append(v.Problems, Problem{Node: p.NodeID, Field: p.Field, Message: p.Message})
@@ -156,8 +156,8 @@ func (s *Service) Validate(g *pipeline.Graph) *Validation {
 }
 
 // ParseGraph reads a draft, as an Invalid error when it is not a graph.
-func ParseGraph(raw json.RawMessage) (*pipeline.Graph, error) {
-	g, err := pipeline.Parse(raw)
+func ParseGraph(raw json.RawMessage) (*graph.Graph, error) {
+	g, err := graph.Parse(raw)
 	if err != nil {
 		return nil, errs.Invalidf("draft is not a pipeline graph: %v", err)
 	}
@@ -204,7 +204,7 @@ func (s *Service) Create(ctx context.Context, account, name string, draft json.R
 // Detail is p's full record.
 func (s *Service) Detail(ctx context.Context, p store.Pipeline) (Pipeline, error) {
 	out := Pipeline{ID: p.ID, Name: p.Name, ServingVersion: p.ServingVersion, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, Draft: p.Draft}
-	if g, err := pipeline.Parse(p.Draft); err == nil {
+	if g, err := graph.Parse(p.Draft); err == nil {
 		out.DraftValidation = s.Validate(g)
 	}
 	versions, err := s.Store.Versions(ctx, p.ID)
@@ -220,7 +220,7 @@ func (s *Service) Detail(ctx context.Context, p store.Pipeline) (Pipeline, error
 		if err != nil {
 			return out, err
 		}
-		if g, err := pipeline.Parse(v.Graph); err == nil {
+		if g, err := graph.Parse(v.Graph); err == nil {
 			out.Contract = ContractOf(g)
 		}
 	}
@@ -290,7 +290,7 @@ func (s *Service) Version(ctx context.Context, p store.Pipeline, n int) (Version
 		return Version{}, err
 	}
 	out := Version{Version: v.Version, CreatedAt: v.CreatedAt, Serving: p.ServingVersion != nil && *p.ServingVersion == v.Version, Graph: v.Graph}
-	if g, err := pipeline.Parse(v.Graph); err == nil {
+	if g, err := graph.Parse(v.Graph); err == nil {
 		out.Contract = ContractOf(g)
 	}
 	return out, nil

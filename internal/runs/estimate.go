@@ -4,7 +4,7 @@ import (
 	"conduit/internal/errs"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 )
 
 // NodeEstimate is one model node's share of an estimate.
@@ -37,7 +37,7 @@ type Estimate struct {
 // downstream. Prompt tokens are counted with the models' tokenizer and
 // priced from the catalog; failed runs are never charged, so the range is
 // that of a successful run.
-func (s *Service) Estimate(g *pipeline.Graph, inputs map[string]string) (Estimate, error) {
+func (s *Service) Estimate(g *graph.Graph, inputs map[string]string) (Estimate, error) {
 	levels, err := g.Levels()
 	if err != nil {
 		return Estimate{}, errs.Invalidf("the pipeline cannot run: %v", err)
@@ -54,7 +54,7 @@ func (s *Service) Estimate(g *pipeline.Graph, inputs map[string]string) (Estimat
 				values[id], _ = n.TransformValue(values)
 			case "guardrail":
 				values[id] = values[n.Input]
-			case pipeline.KindSpeech, pipeline.KindMusic, pipeline.KindVideo:
+			case graph.KindSpeech, graph.KindMusic, graph.KindVideo:
 				// Its file's URL is unknown before it runs; a successful
 				// run pays its price for the text it renders.
 				values[id] = ""

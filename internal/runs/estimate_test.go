@@ -8,7 +8,7 @@ import (
 	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/pricing"
 )
 
@@ -28,7 +28,7 @@ func testService(t *testing.T) *Service {
 // prompt counts its upstream model's answer as empty.
 func TestEstimateRendersPromptsAndBoundsByTheHold(t *testing.T) {
 	s := testService(t)
-	g, err := pipeline.Parse([]byte(`{"nodes":[
+	g, err := graph.Parse([]byte(`{"nodes":[
 		{"id":"q","type":"input","key":"q"},
 		{"id":"p","type":"prompt","template":"Say: {{q}}"},
 		{"id":"shout","type":"prompt","transform":"upper","source":"p"},
@@ -81,7 +81,7 @@ func TestEstimatePricesGenerationNodes(t *testing.T) {
 	mu, _ := pricing.NewMusicCatalog(cfg.Media.Music)
 	s := testService(t)
 	s.Library = &library.Service{Generation: pricing.Generation{Video: v, Speech: sp, Music: mu}}
-	g, err := pipeline.Parse([]byte(`{"nodes":[
+	g, err := graph.Parse([]byte(`{"nodes":[
 		{"id":"q","type":"input","key":"q"},
 		{"id":"say","type":"speech","text":"{{q}}"},
 		{"id":"bed","type":"music","prompt":"calm","seconds":60},

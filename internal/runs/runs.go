@@ -33,7 +33,7 @@ import (
 	"conduit/internal/logging"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/workflows"
@@ -69,7 +69,7 @@ func (s *Service) StatusURL(pipelineID, runID string) string {
 // Target is a pipeline's serving snapshot, parsed.
 type Target struct {
 	Pipeline store.Pipeline
-	Graph    *pipeline.Graph
+	Graph    *graph.Graph
 	Version  store.PipelineVersion
 }
 
@@ -83,7 +83,7 @@ func (s *Service) Serving(ctx context.Context, p store.Pipeline) (*Target, error
 	if err != nil {
 		return nil, err
 	}
-	g, err := pipeline.Parse(v.Graph)
+	g, err := graph.Parse(v.Graph)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +106,12 @@ func (s *Service) Callable(ctx context.Context, p store.Pipeline) (*Target, erro
 // CheckInputs reads a run's inputs object against g's contract:
 // required keys must be there (all missing ones are named), unknown keys
 // are ignored, non-strings become compact JSON.
-func CheckInputs(g *pipeline.Graph, raw json.RawMessage) (map[string]string, error) {
+func CheckInputs(g *graph.Graph, raw json.RawMessage) (map[string]string, error) {
 	var obj map[string]any
 	if len(raw) == 0 || json.Unmarshal(raw, &obj) != nil || obj == nil {
 		return nil, errs.Invalidf("inputs is required and must be a JSON object")
 	}
-	inputs, err := pipeline.ValidateInputs(g.Contract(), obj)
+	inputs, err := graph.ValidateInputs(g.Contract(), obj)
 	if err != nil {
 		return nil, errs.Invalidf("%v", err)
 	}
@@ -121,7 +121,7 @@ func CheckInputs(g *pipeline.Graph, raw json.RawMessage) (map[string]string, err
 // HoldFor is the most a run of g can cost: every model node at a full
 // context window plus its maxTokens, every generation node at its menu
 // price. The run holds this much and is charged its actual cost.
-func (s *Service) HoldFor(g *pipeline.Graph) money.Micros {
+func (s *Service) HoldFor(g *graph.Graph) money.Micros {
 	// Generation nodes at their menu price (a speech template at the
 	// longest text it may render to).
 	total, _ := s.Library.Plan(g)
@@ -138,7 +138,7 @@ func (s *Service) HoldFor(g *pipeline.Graph) money.Micros {
 
 // inlineNodes are g's model nodes whose calls are short enough to run
 // inside the workflow task (models.Model.Inline).
-func (s *Service) inlineNodes(g *pipeline.Graph) []string {
+func (s *Service) inlineNodes(g *graph.Graph) []string {
 	var ids []string
 	for _, n := range g.Nodes {
 		if m, ok := s.Catalog.Model(n.Model); ok && n.Type == "model" && m.Inline(n.MaxTokens) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/pipelines"
 )
 
@@ -87,7 +87,7 @@ func (t *toolset) validateDraft(ctx context.Context, c *Call, in ValidateDraftAr
 	if len(in.Draft) > 0 {
 		draft = in.Draft
 	}
-	g, err := pipeline.Parse(draft)
+	g, err := graph.Parse(draft)
 	if err != nil {
 		// A draft that is not a graph at all is this tool's answer, not
 		// a failure of the call.

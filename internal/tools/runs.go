@@ -11,7 +11,7 @@ import (
 
 	"conduit/internal/errs"
 	"conduit/internal/money"
-	"conduit/internal/pipeline"
+	"conduit/internal/graph"
 	"conduit/internal/pipelines"
 	"conduit/internal/runs"
 	"conduit/internal/store"
@@ -224,7 +224,7 @@ func (t *toolset) estimateRunCost(ctx context.Context, c *Call, in EstimateArgs)
 	if err != nil {
 		return CostEstimate{}, err
 	}
-	var g *pipeline.Graph
+	var g *graph.Graph
 	var out CostEstimate
 	if in.Draft {
 		if g, err = pipelines.ParseGraph(p.Draft); err != nil {

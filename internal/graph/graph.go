@@ -1,9 +1,9 @@
-// Package pipeline is the pure model of a pipeline graph: parsing,
+// Package graph is the pure model of a pipeline graph: parsing,
 // validation with precise messages, the contract (input and output keys),
 // dependency layers, and the semantics of every node kind except the model
 // call itself (a side effect done by an activity). Everything here is
 // deterministic, because workflow code calls it.
-package pipeline
+package graph
 
 import (
 	"bytes"
