@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/blob"
+	"conduit/internal/graph"
 	"conduit/internal/imagefetch"
 	"conduit/internal/media"
 	"conduit/internal/money"
-	"conduit/internal/graph"
 	"conduit/internal/pricing"
 	"conduit/internal/store"
 )

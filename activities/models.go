@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"conduit/internal/graph"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/graph"
 )
 
 // ErrTypeModelRequest marks a model error that retrying cannot fix.

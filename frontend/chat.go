@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/logging"
 	"conduit/internal/graph"
+	"conduit/internal/logging"
 	"conduit/internal/runs"
 	"conduit/internal/store"
 	"conduit/workflows"
@@ -43,7 +43,7 @@ type chatRequest struct {
 type chatTarget struct {
 	entry      *graph.Node // the first input node: gets the latest user message
 	output     *graph.Node // the first output node: its value is the answer
-	streamNode string         // the model node whose tokens are streamed, if any
+	streamNode string      // the model node whose tokens are streamed, if any
 }
 
 // chatShape finds the entry and output nodes, or says (422) why the

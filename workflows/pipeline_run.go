@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
-	"conduit/internal/money"
 	"conduit/internal/graph"
+	"conduit/internal/money"
 	"conduit/internal/store"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"conduit/internal/errs"
-	"conduit/internal/money"
 	"conduit/internal/graph"
+	"conduit/internal/money"
 	"conduit/internal/pricing"
 	"conduit/workflows"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"conduit/internal/config"
-	"conduit/internal/money"
 	"conduit/internal/graph"
+	"conduit/internal/money"
 	"conduit/internal/pricing"
 )
 

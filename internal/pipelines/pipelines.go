@@ -14,9 +14,9 @@ import (
 	"unicode/utf8"
 
 	"conduit/internal/errs"
+	"conduit/internal/graph"
 	"conduit/internal/library"
 	"conduit/internal/models"
-	"conduit/internal/graph"
 	"conduit/internal/store"
 )
 

@@ -2,9 +2,9 @@ package runs
 
 import (
 	"conduit/internal/errs"
+	"conduit/internal/graph"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/graph"
 )
 
 // NodeEstimate is one model node's share of an estimate.

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"conduit/internal/config"
+	"conduit/internal/graph"
 	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/graph"
 	"conduit/internal/pricing"
 )
 

@@ -29,11 +29,11 @@ import (
 
 	"conduit/internal/config"
 	"conduit/internal/errs"
+	"conduit/internal/graph"
 	"conduit/internal/library"
 	"conduit/internal/logging"
 	"conduit/internal/models"
 	"conduit/internal/money"
-	"conduit/internal/graph"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/workflows"

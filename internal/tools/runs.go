@@ -10,8 +10,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"conduit/internal/errs"
-	"conduit/internal/money"
 	"conduit/internal/graph"
+	"conduit/internal/money"
 	"conduit/internal/pipelines"
 	"conduit/internal/runs"
 	"conduit/internal/store"
