@@ -104,21 +104,32 @@ func toAPIError(c *gin.Context, err error) *APIError {
 	}
 }
 
+// statuses is the HTTP status of each domain error kind: the one table
+// that turns the domain's vocabulary into HTTP.
+var statuses = map[errs.Kind]int{
+	errs.Invalid:          http.StatusBadRequest,
+	errs.Unauthorized:     http.StatusUnauthorized,
+	errs.PaymentRequired:  http.StatusPaymentRequired,
+	errs.Forbidden:        http.StatusForbidden,
+	errs.NotFound:         http.StatusNotFound,
+	errs.MethodNotAllowed: http.StatusMethodNotAllowed,
+	errs.Timeout:          http.StatusRequestTimeout,
+	errs.Conflict:         http.StatusConflict,
+	errs.Gone:             http.StatusGone,
+	errs.TooLarge:         http.StatusRequestEntityTooLarge,
+	errs.Unsupported:      http.StatusUnsupportedMediaType,
+	errs.Unprocessable:    http.StatusUnprocessableEntity,
+	errs.TooManyRequests:  http.StatusTooManyRequests,
+	errs.HeadersTooLarge:  http.StatusRequestHeaderFieldsTooLarge,
+	errs.Internal:         http.StatusInternalServerError,
+	errs.Upstream:         http.StatusBadGateway,
+	errs.Unavailable:      http.StatusServiceUnavailable,
+}
+
 // statusOf is the HTTP status of a domain error's kind.
 func statusOf(k errs.Kind) int {
-	switch k {
-	case errs.Invalid:
-		return http.StatusBadRequest
-	case errs.Forbidden:
-		return http.StatusForbidden
-	case errs.NotFound:
-		return http.StatusNotFound
-	case errs.Conflict:
-		return http.StatusConflict
-	case errs.PaymentRequired:
-		return http.StatusPaymentRequired
-	case errs.Unavailable:
-		return http.StatusServiceUnavailable
+	if st, ok := statuses[k]; ok {
+		return st
 	}
 	return http.StatusInternalServerError
 }
