@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"conduit/internal/errs"
 	"errors"
 	"net/http"
 	"strings"
@@ -120,16 +121,7 @@ func (s *Server) topUp(c *gin.Context) {
 // paymentRequired answers 402 with the challenge in PAYMENT-REQUIRED (and
 // in the body, for v1-style readers); reason says why.
 func (s *Server) paymentRequired(c *gin.Context, challenge x402.PaymentRequired, reason string) {
-	challenge.Error = reason
-	h, err := x402.EncodeHeader(challenge)
-	if err != nil {
-		fail(c, err)
-		return
-	}
-	c.Header(x402.HeaderPaymentRequired, h)
-	c.AbortWithStatusJSON(http.StatusPaymentRequired, gin.H{
-		"error": reason, "x402Version": challenge.X402Version, "resource": challenge.Resource, "accepts": challenge.Accepts,
-	})
+	fail(c, &errs.Error{Kind: errs.PaymentRequired, Msg: reason, Challenge: challenge})
 }
 
 func hasPipelinesScope(p accounts.Principal) bool {

@@ -14,6 +14,7 @@ import (
 	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/store"
+	"conduit/internal/x402"
 )
 
 // APIError is an error with its HTTP status and the fields the spec puts in
@@ -28,6 +29,10 @@ type APIError struct {
 	Extra map[string]any
 	// RetryAfter, when set, is sent as the Retry-After header (seconds).
 	RetryAfter time.Duration
+	// Challenge is the x402 challenge of a 402 (errs.Error.Challenge).
+	Challenge *x402.PaymentRequired
+	// Scope is the missing scope of a 403 (errs.Error.Scope).
+	Scope string
 }
 
 // unavailableRetry is what a 503 for a database outage asks callers to
@@ -81,7 +86,18 @@ func toAPIError(c *gin.Context, err error) *APIError {
 	case errors.As(err, &apiErr):
 		return apiErr
 	case errors.As(err, &domainErr):
-		return &APIError{Status: statusOf(domainErr.Kind), Message: domainErr.Msg, Code: domainErr.Code, Extra: domainErr.Extra, RetryAfter: domainErr.RetryAfter}
+		e := &APIError{Status: statusOf(domainErr.Kind), Message: domainErr.Msg, Code: domainErr.Code, Extra: domainErr.Extra,
+			RetryAfter: domainErr.RetryAfter, Scope: domainErr.Scope}
+		switch ch := domainErr.Challenge.(type) {
+		case x402.PaymentRequired:
+			e.Challenge = &ch
+		case *x402.PaymentRequired:
+			e.Challenge = ch
+		}
+		if domainErr.Kind == errs.Internal {
+			logging.From(c.Request.Context()).Error("request failed", "err", err)
+		}
+		return e
 	case errors.As(err, &inputErr):
 		return &APIError{Status: http.StatusBadRequest, Message: inputErr.Msg}
 	case errors.As(err, &grantErr):
@@ -152,8 +168,30 @@ func writeError(c *gin.Context, e *APIError) {
 	if e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
 	}
-	if e.Status == http.StatusUnauthorized {
+	switch {
+	case e.Status == http.StatusUnauthorized:
 		bearerChallenge(c, "")
+	case e.Scope != "":
+		bearerChallenge(c, e.Scope)
+	}
+	if e.Challenge != nil {
+		// x402 (spec §2.1): the challenge travels as the PAYMENT-REQUIRED
+		// header and in the body, its error naming why payment is needed.
+		ch := *e.Challenge
+		ch.Error = e.Message
+		h, err := x402.EncodeHeader(ch)
+		if err != nil {
+			logging.From(c.Request.Context()).Error("encoding an x402 challenge failed", "err", err)
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"error": "internal error"})
+			return
+		}
+		c.Header(x402.HeaderPaymentRequired, h)
+		body := gin.H{"error": e.Message, "x402Version": ch.X402Version, "resource": ch.Resource, "accepts": ch.Accepts}
+		for k, v := range e.Extra {
+			body[k] = v
+		}
+		c.AbortWithStatusJSON(http.StatusPaymentRequired, body)
+		return
 	}
 	shape, _ := c.Get(shapeKey)
 	var body gin.H
