@@ -43,15 +43,6 @@ var (
 	AttrEnclaveStatusSince = temporal.NewSearchAttributeKeyTime("EnclaveStatusSince")
 )
 
-// Versions of the enclave workflow (docs/operations.md: changing a
-// workflow). resumableSteps: provisioning steps retry with backoff until
-// they succeed, fail permanently or give up, can be retried now, and the
-// running instance is watched (an exited application fails the enclave, a
-// lost one is started again).
-const (
-	enclaveResumableSteps = "enclave-resumable-steps"
-)
-
 // EnclaveWorkflowID is the lifecycle workflow of one enclave.
 func EnclaveWorkflowID(id string) string { return "enclave/" + id }
 
@@ -115,7 +106,7 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 		// few times; permanent ones (no such image) not at all.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 20 * time.Second, MaximumAttempts: 5},
 	})
-	lc.v = workflow.GetVersion(ctx, enclaveResumableSteps, workflow.DefaultVersion, 1)
+	lc.v = workflow.GetVersion(ctx, ChangeEnclaveResumableSteps, workflow.DefaultVersion, 1)
 	retryMax, giveUp := in.RetryMax, in.GiveUpAfter
 	if retryMax <= 0 {
 		retryMax = 5 * time.Minute
@@ -194,7 +185,7 @@ type lifecycle struct {
 	terminating bool
 	busy        int
 
-	// v is the workflow's version of enclaveResumableSteps.
+	// v is the workflow's version of ChangeEnclaveResumableSteps.
 	v         workflow.Version
 	resumable workflow.Context
 	// cancelStep cancels the provisioning step under way; retryNow says
@@ -315,7 +306,7 @@ func (lc *lifecycle) start(ctx workflow.Context) (activities.Prepared, enclave.I
 	return prep, inst, nil
 }
 
-// provision runs a provisioning step. Before enclaveResumableSteps it is
+// provision runs a provisioning step. Before ChangeEnclaveResumableSteps it is
 // one activity with a few attempts; since, the step is retried with
 // backoff until it succeeds, fails permanently or gives up, and the retry
 // update (or a terminate) cancels the attempt or the wait under way: a

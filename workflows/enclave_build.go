@@ -9,10 +9,6 @@ import (
 	"conduit/internal/enclaves"
 )
 
-// ChangeGitHubBuild versions the build phase github sources go through
-// before deployment (registry sources never reach it).
-const ChangeGitHubBuild = "enclave-github-build"
-
 // builds says whether this enclave's image is built first: a github
 // source, in a workflow that knows builds.
 func (lc *lifecycle) builds(ctx workflow.Context) bool {

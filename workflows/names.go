@@ -58,3 +58,26 @@ const (
 	ActEnclaveAttest = "EnclaveAttest"
 	ActEnclaveSign   = "EnclaveSign"
 )
+
+// Change ids of workflow.GetVersion (docs/operations.md: changing a
+// workflow). Like the names above they are written into histories, so they
+// live here, each beside the workflow it versions, and a test pins them
+// with their current versions. A new change adds a constant here and a row
+// to that test; an old one is never renamed or reused.
+const (
+	// ChangeAdmissionInWorkflow (PipelineRun): version 1, the run admits
+	// itself (Update-with-Start, OpenRun writes the row and its hold);
+	// version 2, an unkeyed run is admitted only within AnswerWithin.
+	ChangeAdmissionInWorkflow = "admission-in-workflow"
+	// ChangeEnclaveResumableSteps (Enclave): provisioning steps retry with
+	// backoff until they succeed, fail permanently or give up, can be
+	// retried now, and the running instance is watched (an exited
+	// application fails the enclave, a lost one is started again).
+	ChangeEnclaveResumableSteps = "enclave-resumable-steps"
+	// ChangeGitHubBuild (Enclave): github sources are built before
+	// deployment (registry sources never reach it).
+	ChangeGitHubBuild = "enclave-github-build"
+	// ChangeEnclaveSyncTasks (Enclave): the enclave tells its
+	// tasks' schedules when it pauses, resumes or ends.
+	ChangeEnclaveSyncTasks = "enclave-sync-tasks"
+)

@@ -253,7 +253,7 @@ func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
 	// Runs started before admission moved here were admitted by the
 	// frontend: they run as they always did. Version 2 holds runs without
 	// an Idempotency-Key to AnswerWithin.
-	v := workflow.GetVersion(ctx, "admission-in-workflow", workflow.DefaultVersion, 2)
+	v := workflow.GetVersion(ctx, ChangeAdmissionInWorkflow, workflow.DefaultVersion, 2)
 	if v == workflow.DefaultVersion {
 		r.execute(ctx)
 		return r.finish(ctx)

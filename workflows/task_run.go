@@ -63,7 +63,7 @@ func (lc *lifecycle) syncTasks(ctx workflow.Context, to enclaves.Status) {
 	default:
 		return
 	}
-	if workflow.GetVersion(ctx, "enclave-sync-tasks", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if workflow.GetVersion(ctx, ChangeEnclaveSyncTasks, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,

@@ -1,0 +1,61 @@
+package workflows
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Change ids are written into histories: renaming one breaks every open
+// workflow that recorded it. This pins their spelling, and reads the
+// workflow code to check that every GetVersion names one of them (no
+// literal ids) and that none is left unused.
+func TestChangeIDsArePinned(t *testing.T) {
+	pinned := map[string]string{
+		"ChangeAdmissionInWorkflow":   "admission-in-workflow",
+		"ChangeEnclaveResumableSteps": "enclave-resumable-steps",
+		"ChangeGitHubBuild":           "enclave-github-build",
+		"ChangeEnclaveSyncTasks":      "enclave-sync-tasks",
+	}
+	got := map[string]string{
+		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
+		"ChangeEnclaveResumableSteps": ChangeEnclaveResumableSteps,
+		"ChangeGitHubBuild":           ChangeGitHubBuild,
+		"ChangeEnclaveSyncTasks":      ChangeEnclaveSyncTasks,
+	}
+	for name, want := range pinned {
+		if got[name] != want {
+			t.Errorf("%s = %q; histories recorded %q", name, got[name], want)
+		}
+	}
+
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := regexp.MustCompile(`GetVersion\(\s*ctx,\s*([^,]+),`)
+	used := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			id := strings.TrimSpace(m[1])
+			if _, ok := pinned[id]; !ok {
+				t.Errorf("%s: GetVersion(ctx, %s, …) does not name a Change constant of names.go", f, id)
+			}
+			used[id] = true
+		}
+	}
+	for name := range pinned {
+		if !used[name] {
+			t.Errorf("%s is pinned but no workflow calls GetVersion with it", name)
+		}
+	}
+}
