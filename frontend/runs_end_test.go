@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,21 +135,18 @@ func TestRendersAndTopUpsAreFindable(t *testing.T) {
 			workflows.RenderWorkflowID(rec["runId"].(string))},
 		{"Kind = 'topup' AND RunStatus = 'success' AND Payer = '" + payer + "'", "topup/"},
 	} {
-		found := ""
-		for end := time.Now().Add(30 * time.Second); found == "" && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		apptest.Eventually(t, 30*time.Second, "a "+c.want+" workflow listed by "+c.query, func() error {
 			resp, err := env.Platform.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: c.query})
 			if err != nil {
 				t.Fatalf("%s: %v", c.query, err)
 			}
 			for _, e := range resp.Executions {
 				if strings.HasPrefix(e.GetExecution().GetWorkflowId(), c.want) {
-					found = e.GetExecution().GetWorkflowId()
+					return nil
 				}
 			}
-		}
-		if found == "" {
-			t.Fatalf("nothing found for %s", c.query)
-		}
+			return fmt.Errorf("%d listed, none matches", len(resp.Executions))
+		})
 	}
 }
 
@@ -225,14 +223,14 @@ func TestPollingAnswersFromTheWorkflowWhileOpen(t *testing.T) {
 	run := invoke(t, key, id, map[string]any{"question": strings.Repeat("word ", 150)})
 	path := strings.TrimPrefix(run["statusUrl"].(string), env.URL)
 	var live map[string]any
-	for end := time.Now().Add(20 * time.Second); live == nil && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if rec := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); rec["status"] == "running" && rec["nodes"] != nil {
+	apptest.Eventually(t, 20*time.Second, "live progress while the run is open", func() error {
+		if rec := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); rec["status"] != "running" || rec["nodes"] == nil {
+			return fmt.Errorf("status %v, nodes %v", rec["status"], rec["nodes"])
+		} else {
 			live = rec
 		}
-	}
-	if live == nil {
-		t.Fatal("no live progress while the run was open")
-	}
+		return nil
+	})
 	status := map[string]string{}
 	for _, n := range live["nodes"].([]any) {
 		n := n.(map[string]any)
@@ -322,16 +320,10 @@ func TestAdmissionIsTheWorkflowsFirstStep(t *testing.T) {
 			append(apptest.Bearer(key), "Idempotency-Key", "queued-1")...)
 	}()
 	wfID := workflows.KeyedRunWorkflowID(acct, id, "queued-1")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), wfID, ""); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run's workflow was not started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, 20*time.Second, "the run's workflow to start", func() error {
+		_, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), wfID, "")
+		return err
+	})
 	time.Sleep(300 * time.Millisecond)
 	if runs := wantStatus(t, do(t, "GET", "/api/pipelines/"+id+"/runs", key, nil), http.StatusOK)["runs"].([]any); len(runs) != 0 {
 		t.Fatalf("a run was written before its workflow admitted it: %v", runs)
