@@ -726,7 +726,20 @@ func TestWorkerRestartMidAssemblyFinishesOnce(t *testing.T) {
 	})
 	time.Sleep(300 * time.Millisecond)
 	env.StopWorker()
-	time.Sleep(time.Second)
+	// Start the next worker once Temporal has seen the lost worker's
+	// attempt end (no attempt left running), not after a guessed pause.
+	apptest.Eventually(t, 2*time.Minute, "the lost worker's attempt to end", func() error {
+		desc, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), workflows.MediaEditWorkflowID(started["id"].(string)), "")
+		if err != nil {
+			return err
+		}
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.ActRunMediaJob && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				return fmt.Errorf("attempt %d still running", pa.GetAttempt())
+			}
+		}
+		return nil
+	})
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}

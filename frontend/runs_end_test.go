@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -180,7 +181,7 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 		t.Fatalf("the harness runs %d renders at once, this test expects 2", n)
 	}
 	w := newWallet(t, 10*money.USD)
-	var prompts, status []string
+	var prompts, status, runIDs []string
 	for i := range 3 {
 		prompt := "bounded " + t.Name() + " " + string(rune('a'+i))
 		rec := wantStatus(t, buyVideo(t, w, map[string]any{"prompt": prompt, "model": "kine-3.0", "async": true}), http.StatusOK)
@@ -188,6 +189,7 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 			t.Fatalf("purchase %d was not taken at once: %v", i, rec)
 		}
 		prompts, status = append(prompts, prompt), append(status, rec["statusUrl"].(string))
+		runIDs = append(runIDs, rec["runId"].(string))
 	}
 	submitted := func() (n int) {
 		for _, p := range prompts {
@@ -197,8 +199,28 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 	}
 	env.Studio.WaitSubmitted(t, prompts[0])
 	env.Studio.WaitSubmitted(t, prompts[1])
-	// The third has no slot while the first two are held at the studio.
-	time.Sleep(1500 * time.Millisecond)
+	// The third has no slot while the first two are held at the studio:
+	// its render is on the queue (scheduled), and stays there.
+	renderScheduled := func() error {
+		desc, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), workflows.RenderWorkflowID(runIDs[2]), "")
+		if err != nil {
+			return err
+		}
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.ActRender {
+				if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+					t.Fatalf("the third render left the queue while two held the slots: %v", pa.GetState())
+				}
+				return nil
+			}
+		}
+		return errors.New("its render is not scheduled yet")
+	}
+	apptest.Eventually(t, 30*time.Second, "the third render to wait on the queue", renderScheduled)
+	time.Sleep(500 * time.Millisecond) // a worker with a free slot takes a task within milliseconds
+	if err := renderScheduled(); err != nil {
+		t.Fatal(err)
+	}
 	if n := submitted(); n != 2 {
 		t.Fatalf("%d renders reached the studio at once", n)
 	}
