@@ -229,41 +229,19 @@ export function TaskPage({ id }: { id: string }) {
       )}
       <h2>Recent runs</h2>
       <ErrorNote error={runs.error} />
-      <table>
-        <caption className="sr-only">The task's runs, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Scheduled for</th>
-            <th scope="col">Outcome</th>
-            <th scope="col" className="num">
-              Duration
-            </th>
-            <th scope="col">HTTP</th>
-            <th scope="col">Result</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.data?.runs.map((r) => (
-            <tr key={r.id}>
-              <td title={r.id}>{when(r.scheduledTime)}</td>
-              <td>
-                <Status status={r.outcome} />
-              </td>
-              <td className="num">{duration(r.durationMs)}</td>
-              <td>{r.httpStatus || "–"}</td>
-              <td className="mono small">
-                {r.result || "–"}
-                {r.truncated ? " …(truncated)" : ""}
-              </td>
-            </tr>
-          ))}
-          {runs.data && runs.data.runs.length === 0 && (
-            <tr>
-              <td colSpan={5}>No runs yet.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+      <DataTable
+        caption="The task's runs, newest first"
+        rows={runs.data?.runs}
+        rowKey={(r) => r.id}
+        empty="No runs yet."
+        columns={[
+          { header: "Scheduled for", cell: (r) => <span title={r.id}>{when(r.scheduledTime)}</span> },
+          { header: "Outcome", cell: (r) => <Status status={r.outcome} /> },
+          { header: "Duration", num: true, cell: (r) => duration(r.durationMs) },
+          { header: "HTTP", cell: (r) => r.httpStatus || "–" },
+          { header: "Result", className: () => "mono small", cell: (r) => `${r.result || "–"}${r.truncated ? " …(truncated)" : ""}` },
+        ]}
+      />
     </Page>
   );
 }
