@@ -10,7 +10,8 @@ type Params = Record<string, string | number | undefined | null>;
 
 // usePagedList reads path a page at a time. It keeps the trail of pages
 // read so "Newer" goes back without the API paging backwards; new params
-// (applied filters) start again at the newest page.
+// start again at the newest page, and restart (applying filters, even
+// unchanged ones) reads the newest page afresh.
 export function usePagedList<T>(path: string, params: Params, limit = 25) {
   const key = JSON.stringify(params);
   const [trail, setTrail] = useState<{ key: string; afters: string[] }>({ key, afters: [""] });
@@ -24,6 +25,10 @@ export function usePagedList<T>(path: string, params: Params, limit = 25) {
     hasOlder: !!next,
     newer: () => setTrail({ key, afters: afters.slice(0, -1) }),
     older: () => next && setTrail({ key, afters: [...afters, next] }),
+    restart: () => {
+      setTrail({ key, afters: [""] });
+      list.reload();
+    },
   };
 }
 

@@ -118,7 +118,13 @@ export function Credits() {
 
       <section aria-labelledby="ledger-h" className="card">
         <h2 id="ledger-h">Ledger</h2>
-        <FilterForm card={false} onApply={() => setFilter({ types: types.join(","), from, to })}>
+        <FilterForm
+          card={false}
+          onApply={() => {
+            setFilter({ types: types.join(","), from, to });
+            ledger.restart();
+          }}
+        >
           <fieldset>
             <legend>Types</legend>
             {kinds.map((k) => (

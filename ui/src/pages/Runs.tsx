@@ -18,7 +18,13 @@ export function RunList() {
   const name = (id?: string) => pipes.data?.pipelines.find((p) => p.id === id)?.name ?? id;
   return (
     <Page title="Runs">
-      <FilterForm onApply={() => setFilter({ pipelineId, status })} onRefresh={list.reload}>
+      <FilterForm
+        onApply={() => {
+          setFilter({ pipelineId, status });
+          list.restart();
+        }}
+        onRefresh={list.reload}
+      >
         <SelectFilter
           label="Pipeline"
           name="pipelineId"
