@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
 
+	"conduit/app/apptest/wait"
 	"conduit/frontend"
 	"conduit/internal/config"
 	"conduit/internal/devstack/pg"
@@ -110,25 +112,31 @@ func startProduction(t *testing.T, bin string, extra []string) (api string, stop
 			t.Errorf("conduit frontend did not stop within 30s")
 		}
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	answered := false
+	defer func() {
+		if !answered {
+			stop()
+			t.Logf("conduit frontend's output:\n%s", out.String())
+		}
+	}()
+	wait.Eventually(t, 60*time.Second, "conduit frontend to answer /healthz", func() error {
 		select {
 		case err := <-exited:
-			t.Fatalf("conduit frontend exited before answering: %v\n%s", err, out.String())
+			t.Fatalf("conduit frontend exited before answering: %v", err)
 		default:
 		}
-		if resp, err := http.Get(api + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return api, stop
-			}
+		resp, err := http.Get(api + "/healthz")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("conduit frontend did not answer /healthz within 60s:\n%s", out.String())
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	answered = true
+	return api, stop
 }
 
 func post(t *testing.T, url, body string) int {

@@ -9,6 +9,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"conduit/app/apptest"
 	"conduit/internal/money"
 	"conduit/workflows"
 )
@@ -115,19 +116,21 @@ func TestDrainStopTimeoutZeroCancelsTheRender(t *testing.T) {
 // (on the renders-work queue) and returns the attempt it runs.
 func awaitRenderRunning(t *testing.T, runID string) int32 {
 	t.Helper()
-	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	var attempt int32
+	apptest.Eventually(t, time.Minute, "the render activity of "+runID+" to start", func() error {
 		desc, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), workflows.RenderWorkflowID(runID), "")
 		if err != nil {
-			continue
+			return err
 		}
 		for _, pa := range desc.GetPendingActivities() {
 			if pa.GetActivityType().GetName() == workflows.ActRender && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
-				return pa.GetAttempt()
+				attempt = pa.GetAttempt()
+				return nil
 			}
 		}
-	}
-	t.Fatalf("the render activity of %s never started", runID)
-	return 0
+		return fmt.Errorf("pending: %v", desc.GetPendingActivities())
+	})
+	return attempt
 }
 
 // renderActivity is what a run's history records of its render activity.

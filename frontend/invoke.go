@@ -97,10 +97,10 @@ func (s *Server) pollRun(c *gin.Context) {
 }
 
 // listRuns: GET /api/pipelines/{id}/runs?status=&limit=&after= — run
-// history, newest first.
+// history, newest first (docs/paging.md).
 func (s *Server) listRuns(c *gin.Context) {
 	p := currentPipeline(c)
-	q := runs.PageQuery{Status: c.Query("status"), After: c.Query("after"), Limit: 20}
+	q := runs.PageQuery{Status: c.Query("status"), After: c.Query("after"), Cursor: c.Query("cursor"), Limit: 20}
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {
@@ -113,10 +113,5 @@ func (s *Server) listRuns(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	out := gin.H{"runs": page.Runs}
-	if page.More {
-		last := page.Runs[len(page.Runs)-1].RunID
-		out["nextUrl"] = s.url("/api/pipelines/" + url.PathEscape(p.ID) + "/runs?" + url.Values{"status": {q.Status}, "limit": {strconv.Itoa(q.Limit)}, "after": {last}}.Encode())
-	}
-	c.JSON(http.StatusOK, out)
+	c.JSON(http.StatusOK, page)
 }

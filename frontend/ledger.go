@@ -8,11 +8,13 @@ import (
 	"conduit/internal/accounts"
 )
 
-// ledger: GET /api/account/ledger?type=&from=&to=&limit=&cursor= — the
-// account's credit movements, newest first (docs/accounts.md, "Ledger").
+// ledger: GET /api/account/ledger?type=&from=&to=&limit=&after= — the
+// account's credit movements, newest first (docs/accounts.md, "Ledger";
+// cursor, the older name of after, still accepted: docs/paging.md).
 func (s *Server) ledger(c *gin.Context) {
 	page, err := s.deps.Accounts.Ledger(c.Request.Context(), principal(c).AccountID, accounts.LedgerQuery{
-		Types: c.Query("type"), From: c.Query("from"), To: c.Query("to"), Limit: c.Query("limit"), Cursor: c.Query("cursor"),
+		Types: c.Query("type"), From: c.Query("from"), To: c.Query("to"), Limit: c.Query("limit"),
+		After: c.Query("after"), Cursor: c.Query("cursor"),
 	})
 	if err != nil {
 		fail(c, err)

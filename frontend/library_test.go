@@ -3,6 +3,7 @@ package frontend_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"net/netip"
@@ -17,6 +18,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"conduit/app/apptest"
 	"conduit/internal/apikey"
 	"conduit/internal/money"
 	"conduit/workflows"
@@ -153,13 +155,16 @@ func job(t *testing.T, key, path string, body map[string]any, headers ...string)
 
 func awaitJob(t *testing.T, key string, j map[string]any) map[string]any {
 	t.Helper()
-	for end := time.Now().Add(4 * time.Minute); j["status"] == "running"; {
-		if time.Now().After(end) {
-			t.Fatalf("job still running: %v", j)
+	path := strings.TrimPrefix(j["statusUrl"].(string), env.URL)
+	apptest.Eventually(t, 4*time.Minute, "the job to finish", func() error {
+		if j["status"] == "running" {
+			j = wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK)
 		}
-		time.Sleep(100 * time.Millisecond)
-		j = wantStatus(t, do(t, "GET", strings.TrimPrefix(j["statusUrl"].(string), env.URL), key, nil), http.StatusOK)
-	}
+		if j["status"] == "running" {
+			return fmt.Errorf("still running: %v", j)
+		}
+		return nil
+	})
 	return j
 }
 
@@ -196,16 +201,14 @@ func listMedia(t *testing.T, key, query string) []any {
 func waitRunLong(t *testing.T, key, statusURL string) map[string]any {
 	t.Helper()
 	path := strings.TrimPrefix(statusURL, env.URL)
-	for end := time.Now().Add(4 * time.Minute); ; {
-		body := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK)
-		if body["status"] != "running" {
-			return body
+	var body map[string]any
+	apptest.Eventually(t, 4*time.Minute, "the run to leave running", func() error {
+		if body = wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); body["status"] == "running" {
+			return fmt.Errorf("still running: %v", body)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("run still running: %v", body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	return body
 }
 
 // narrationGraph: a speech node reading the caller's text and a music
@@ -711,19 +714,32 @@ func TestWorkerRestartMidAssemblyFinishesOnce(t *testing.T) {
 	}
 	path := strings.TrimPrefix(started["statusUrl"].(string), env.URL)
 	// Wait until the ffmpeg work runs, then take the worker away.
-	for end := time.Now().Add(2 * time.Minute); ; {
+	apptest.Eventually(t, 2*time.Minute, "the job to reach its work", func() error {
 		st := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK)
 		if st["stage"] == workflows.StageWorking {
-			break
+			return nil
 		}
-		if st["status"] != "running" || time.Now().After(end) {
+		if st["status"] != "running" {
 			t.Fatalf("the job never reached its work: %v", st)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("stage %v", st["stage"])
+	})
 	time.Sleep(300 * time.Millisecond)
 	env.StopWorker()
-	time.Sleep(time.Second)
+	// Start the next worker once Temporal has seen the lost worker's
+	// attempt end (no attempt left running), not after a guessed pause.
+	apptest.Eventually(t, 2*time.Minute, "the lost worker's attempt to end", func() error {
+		desc, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), workflows.MediaEditWorkflowID(started["id"].(string)), "")
+		if err != nil {
+			return err
+		}
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.ActRunMediaJob && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+				return fmt.Errorf("attempt %d still running", pa.GetAttempt())
+			}
+		}
+		return nil
+	})
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,8 @@ func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog)
 // call after the first refreshes, rotating refresh tokens; a 1 s lifetime
 // could round to expires_in 0, which clients read as "no expiry").
 func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
-	base := startOAuthServer(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = 2 * time.Second })
+	clock := &testClock{}
+	base := startOAuthServerAt(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = 2 * time.Second }, clock.Now)
 	_, email, password := env.NewLogin(t, "pipelines:read", "pipelines:write", "pipelines:run", "keys:manage", "media:read", "media:write")
 	log := &tokenLog{}
 	cs := connectWithOAuth(t, base, email, password, log)
@@ -192,7 +193,7 @@ func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
 	}
 	// The last access token it used, once expired, is refused with the
 	// challenge that points the client back to discovery.
-	time.Sleep(2500 * time.Millisecond)
+	clock.Advance(3 * time.Second)
 	req, _ := http.NewRequest("POST", base+"/api/mcp", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer "+log.bearer)
 	resp, err := http.DefaultClient.Do(req)

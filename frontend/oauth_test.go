@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -611,6 +612,20 @@ func TestSignInForms(t *testing.T) {
 // on the same database and secret, whose access tokens live one second.
 func startOAuthServer(t *testing.T, change func(*config.Config)) string {
 	t.Helper()
+	return startOAuthServerAt(t, change, time.Now)
+}
+
+// testClock is the wall clock moved forward by Advance: a test passes a
+// token's expiry without sleeping through it.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+func (c *testClock) Reset()                  { c.offset.Store(0) }
+
+// startOAuthServerAt is startOAuthServer whose token check reads now.
+func startOAuthServerAt(t *testing.T, change func(*config.Config), now func() time.Time) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -622,6 +637,7 @@ func startOAuthServer(t *testing.T, change func(*config.Config)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	prov.WithClock(now)
 	deps := env.Platform.FrontendDeps()
 	deps.Config, deps.OAuth = &cfg, prov
 	deps.Accounts.Tokens = prov
@@ -632,7 +648,8 @@ func startOAuthServer(t *testing.T, change func(*config.Config)) string {
 }
 
 func TestOAuthExpiredAndForeignTokens(t *testing.T) {
-	other := startOAuthServer(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = time.Second })
+	clock := &testClock{}
+	other := startOAuthServerAt(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = time.Second }, clock.Now)
 	_, email, password := env.NewLogin(t)
 	a := connect(t, other, "Elsewhere", "pipelines:read")
 	tok := a.authorize(t, newBrowser(t, other), email, password)
@@ -644,11 +661,13 @@ func TestOAuthExpiredAndForeignTokens(t *testing.T) {
 		t.Fatalf("token for another resource: %d", s)
 	}
 	// Expired: refused where it was valid.
-	time.Sleep(2100 * time.Millisecond)
+	clock.Advance(2 * time.Second)
 	if s := bearerStatus(t, other, "/api/account/balance", tok.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("expired token: %d", s)
 	}
-	// Its refresh token still gets a new one.
+	// Its refresh token still gets a new one (issued on the wall clock, so
+	// the check reads it again).
+	clock.Reset()
 	fresh, err := a.refresh(tok.RefreshToken)
 	if err != nil || bearerStatus(t, other, "/api/account/balance", fresh.AccessToken) != http.StatusOK {
 		t.Fatalf("refresh after expiry: %v", err)

@@ -2,12 +2,14 @@ package frontend_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"conduit/app/apptest"
 	"conduit/frontend"
 	"conduit/internal/money"
 )
@@ -79,17 +81,13 @@ func TestDatabaseOutageIs503AndRecovers(t *testing.T) {
 	if bal := balanceUSD(t, key); bal <= 0 {
 		t.Fatalf("balance %v", bal)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		run, err = env.Platform.Store.MediaRun(ctx, runID)
-		if err == nil && run.DeliveredAt != nil {
-			break
+	apptest.Eventually(t, 30*time.Second, "the delivery during the outage to be recorded", func() error {
+		run, err := env.Platform.Store.MediaRun(ctx, runID)
+		if err == nil && run.DeliveredAt == nil {
+			err = fmt.Errorf("not delivered: %+v", run)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the delivery during the outage was never recorded: %+v %v", run, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 	if !strings.Contains(env.Logs(), "recorded a delivery kept during a database outage") {
 		t.Fatal("the delivery was not recorded by the retry")
 	}

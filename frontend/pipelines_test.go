@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"conduit/app/apptest"
 	"conduit/internal/money"
 	"conduit/workflows"
 )
@@ -52,17 +54,14 @@ func invoke(t *testing.T, key, id string, inputs any, headers ...string) map[str
 func waitRun(t *testing.T, key, statusURL string) map[string]any {
 	t.Helper()
 	path := strings.TrimPrefix(statusURL, env.URL)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		body := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK)
-		if body["status"] != "running" {
-			return body
+	var body map[string]any
+	apptest.Eventually(t, 60*time.Second, "the run to leave running", func() error {
+		if body = wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); body["status"] == "running" {
+			return fmt.Errorf("still running: %v", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run still running after 60s: %v", body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return body
 }
 
 func balanceUSD(t *testing.T, key string) float64 {
@@ -313,17 +312,16 @@ func TestWorkerRestartMidRunFinishesOnceAndChargesOnce(t *testing.T) {
 	runID := acc["runId"].(string)
 
 	// Wait until the model call is under way, then kill the worker.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	apptest.Eventually(t, 20*time.Second, "the model activity to start", func() error {
 		desc, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), workflows.PipelineRunWorkflowID(runID), "")
-		if err == nil && len(desc.PendingActivities) > 0 {
-			break
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the model activity never started")
+		if len(desc.PendingActivities) == 0 {
+			return errors.New("no pending activity")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	time.Sleep(300 * time.Millisecond)
 	env.StopWorker()
 	time.Sleep(500 * time.Millisecond)
@@ -448,8 +446,7 @@ func TestRunsAreFindableInTemporal(t *testing.T) {
 	publish(t, key, id)
 	acc := invoke(t, key, id, map[string]any{"question": "x"})
 	waitRun(t, key, acc["statusUrl"].(string))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	apptest.Eventually(t, 10*time.Second, "the run to be listed by its search attributes", func() error {
 		resp, err := env.Platform.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 			Query: fmt.Sprintf("PipelineId = '%s' AND PipelineVersion = 1 AND RunStatus = 'success'", id),
 		})
@@ -457,13 +454,10 @@ func TestRunsAreFindableInTemporal(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(resp.Executions) == 1 && resp.Executions[0].Execution.WorkflowId == workflows.PipelineRunWorkflowID(acc["runId"].(string)) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run not listed by its search attributes: %v", resp.Executions)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("listed: %v", resp.Executions)
+	})
 }
 
 func TestLongOutputsAreTruncatedWithAFlag(t *testing.T) {

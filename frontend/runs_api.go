@@ -14,9 +14,10 @@ import (
 // The account's runs over every pipeline (docs/accounts.md, "Runs"): the
 // dashboard's run history and run pages.
 
-// accountRuns: GET /api/runs?pipelineId=&status=&limit=&cursor=.
+// accountRuns: GET /api/runs?pipelineId=&status=&limit=&after= (cursor,
+// the older name of after, still accepted; docs/paging.md).
 func (s *Server) accountRuns(c *gin.Context) {
-	q := runs.AccountQuery{PipelineID: c.Query("pipelineId"), Status: c.Query("status"), Cursor: c.Query("cursor"), Limit: 20}
+	q := runs.AccountQuery{PipelineID: c.Query("pipelineId"), Status: c.Query("status"), After: c.Query("after"), Cursor: c.Query("cursor"), Limit: 20}
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil {

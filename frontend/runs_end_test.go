@@ -2,6 +2,8 @@ package frontend_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,21 +136,18 @@ func TestRendersAndTopUpsAreFindable(t *testing.T) {
 			workflows.RenderWorkflowID(rec["runId"].(string))},
 		{"Kind = 'topup' AND RunStatus = 'success' AND Payer = '" + payer + "'", "topup/"},
 	} {
-		found := ""
-		for end := time.Now().Add(30 * time.Second); found == "" && time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		apptest.Eventually(t, 30*time.Second, "a "+c.want+" workflow listed by "+c.query, func() error {
 			resp, err := env.Platform.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: c.query})
 			if err != nil {
 				t.Fatalf("%s: %v", c.query, err)
 			}
 			for _, e := range resp.Executions {
 				if strings.HasPrefix(e.GetExecution().GetWorkflowId(), c.want) {
-					found = e.GetExecution().GetWorkflowId()
+					return nil
 				}
 			}
-		}
-		if found == "" {
-			t.Fatalf("nothing found for %s", c.query)
-		}
+			return fmt.Errorf("%d listed, none matches", len(resp.Executions))
+		})
 	}
 }
 
@@ -182,7 +181,7 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 		t.Fatalf("the harness runs %d renders at once, this test expects 2", n)
 	}
 	w := newWallet(t, 10*money.USD)
-	var prompts, status []string
+	var prompts, status, runIDs []string
 	for i := range 3 {
 		prompt := "bounded " + t.Name() + " " + string(rune('a'+i))
 		rec := wantStatus(t, buyVideo(t, w, map[string]any{"prompt": prompt, "model": "kine-3.0", "async": true}), http.StatusOK)
@@ -190,6 +189,7 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 			t.Fatalf("purchase %d was not taken at once: %v", i, rec)
 		}
 		prompts, status = append(prompts, prompt), append(status, rec["statusUrl"].(string))
+		runIDs = append(runIDs, rec["runId"].(string))
 	}
 	submitted := func() (n int) {
 		for _, p := range prompts {
@@ -199,8 +199,28 @@ func TestRendersAreBoundedPerWorker(t *testing.T) {
 	}
 	env.Studio.WaitSubmitted(t, prompts[0])
 	env.Studio.WaitSubmitted(t, prompts[1])
-	// The third has no slot while the first two are held at the studio.
-	time.Sleep(1500 * time.Millisecond)
+	// The third has no slot while the first two are held at the studio:
+	// its render is on the queue (scheduled), and stays there.
+	renderScheduled := func() error {
+		desc, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), workflows.RenderWorkflowID(runIDs[2]), "")
+		if err != nil {
+			return err
+		}
+		for _, pa := range desc.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.ActRender {
+				if pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED {
+					t.Fatalf("the third render left the queue while two held the slots: %v", pa.GetState())
+				}
+				return nil
+			}
+		}
+		return errors.New("its render is not scheduled yet")
+	}
+	apptest.Eventually(t, 30*time.Second, "the third render to wait on the queue", renderScheduled)
+	time.Sleep(500 * time.Millisecond) // a worker with a free slot takes a task within milliseconds
+	if err := renderScheduled(); err != nil {
+		t.Fatal(err)
+	}
 	if n := submitted(); n != 2 {
 		t.Fatalf("%d renders reached the studio at once", n)
 	}
@@ -225,14 +245,14 @@ func TestPollingAnswersFromTheWorkflowWhileOpen(t *testing.T) {
 	run := invoke(t, key, id, map[string]any{"question": strings.Repeat("word ", 150)})
 	path := strings.TrimPrefix(run["statusUrl"].(string), env.URL)
 	var live map[string]any
-	for end := time.Now().Add(20 * time.Second); live == nil && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if rec := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); rec["status"] == "running" && rec["nodes"] != nil {
+	apptest.Eventually(t, 20*time.Second, "live progress while the run is open", func() error {
+		if rec := wantStatus(t, do(t, "GET", path, key, nil), http.StatusOK); rec["status"] != "running" || rec["nodes"] == nil {
+			return fmt.Errorf("status %v, nodes %v", rec["status"], rec["nodes"])
+		} else {
 			live = rec
 		}
-	}
-	if live == nil {
-		t.Fatal("no live progress while the run was open")
-	}
+		return nil
+	})
 	status := map[string]string{}
 	for _, n := range live["nodes"].([]any) {
 		n := n.(map[string]any)
@@ -322,16 +342,10 @@ func TestAdmissionIsTheWorkflowsFirstStep(t *testing.T) {
 			append(apptest.Bearer(key), "Idempotency-Key", "queued-1")...)
 	}()
 	wfID := workflows.KeyedRunWorkflowID(acct, id, "queued-1")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), wfID, ""); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run's workflow was not started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	apptest.Eventually(t, 20*time.Second, "the run's workflow to start", func() error {
+		_, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), wfID, "")
+		return err
+	})
 	time.Sleep(300 * time.Millisecond)
 	if runs := wantStatus(t, do(t, "GET", "/api/pipelines/"+id+"/runs", key, nil), http.StatusOK)["runs"].([]any); len(runs) != 0 {
 		t.Fatalf("a run was written before its workflow admitted it: %v", runs)

@@ -3,6 +3,7 @@ package apptest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -90,12 +91,12 @@ func (s *Studio) Polls(prompt string) int {
 // WaitSubmitted waits until a job with this prompt was submitted.
 func (s *Studio) WaitSubmitted(t testing.TB, prompt string) {
 	t.Helper()
-	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if s.Submits(prompt) > 0 {
-			return
+	Eventually(t, time.Minute, fmt.Sprintf("a job with prompt %q to reach the studio", prompt), func() error {
+		if s.Submits(prompt) == 0 {
+			return errors.New("none submitted")
 		}
-	}
-	t.Fatalf("no job with prompt %q reached the studio", prompt)
+		return nil
+	})
 }
 
 func (s *Studio) reply(w http.ResponseWriter, status int, v any) {

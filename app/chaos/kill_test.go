@@ -18,6 +18,7 @@ import (
 	"github.com/gagliardetto/solana-go"
 	"github.com/gagliardetto/solana-go/rpc"
 
+	"conduit/app/apptest"
 	"conduit/frontend"
 	"conduit/internal/money"
 	"conduit/internal/payments"
@@ -194,15 +195,12 @@ func TestKillCampaign(t *testing.T) {
 	case <-time.After(4 * time.Minute):
 		t.Fatal("requests still unanswered 4 minutes after the last kill")
 	}
-	for end := time.Now().Add(3 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		n := openWorkflows(t, since)
-		if n == 0 {
-			break
+	apptest.Eventually(t, 3*time.Minute, "every workflow to close after the last answer", func() error {
+		if n := openWorkflows(t, since); n != 0 {
+			return fmt.Errorf("%d still open", n)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("%d workflows still open 3 minutes after the last answer", n)
-		}
-	}
+		return nil
+	})
 	t.Logf("drained after %v", time.Since(began).Round(time.Millisecond))
 
 	checkCampaign(t, campaign{

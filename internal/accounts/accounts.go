@@ -28,6 +28,8 @@ type Service struct {
 	// Tokens, when set, resolves bearer values that are not API keys:
 	// OAuth access tokens (internal/oauth). Nil: only API keys.
 	Tokens TokenVerifier
+	// BaseURL is the API's public address (a ledger page's nextUrl).
+	BaseURL string
 }
 
 // TokenVerifier resolves an OAuth access token to its caller: valid,

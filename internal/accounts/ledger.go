@@ -3,6 +3,7 @@ package accounts
 import (
 	"context"
 	"encoding/base64"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"conduit/internal/errs"
 	"conduit/internal/money"
+	"conduit/internal/paging"
 	"conduit/internal/store"
 )
 
@@ -29,8 +31,9 @@ type LedgerQuery struct {
 	From, To string
 	// Limit is 1 to MaxLedgerPage (empty: DefaultLedgerPage).
 	Limit string
-	// Cursor is a previous page's NextCursor (empty: the newest entries).
-	Cursor string
+	// After is a previous page's NextAfter (empty: the newest entries);
+	// Cursor is its older name, still accepted.
+	After, Cursor string
 }
 
 // LedgerEntry is one movement of credit as the account's owner sees it.
@@ -45,10 +48,13 @@ type LedgerEntry struct {
 	Type         string       `json:"type" jsonschema:"free_grant, topup, pack, grant, payment, hold, release, charge or refund"`
 }
 
-// LedgerPage is a page of entries, newest first; NextCursor asks for the
-// next page (null on the last).
+// LedgerPage is a page of entries, newest first (the paging convention of
+// internal/paging); NextCursor is NextAfter under its older name, null on
+// the last page as it always was.
 type LedgerPage struct {
 	Entries    []LedgerEntry `json:"entries"`
+	NextAfter  string        `json:"nextAfter,omitempty"`
+	NextURL    string        `json:"nextUrl,omitempty"`
 	NextCursor *string       `json:"nextCursor"`
 }
 
@@ -87,10 +93,14 @@ func (s *Service) Ledger(ctx context.Context, account string, q LedgerQuery) (Le
 		}
 		sq.Limit = n
 	}
-	if q.Cursor != "" {
-		id, ok := ledgerCursor(q.Cursor)
+	tok, err := paging.From(q.After, q.Cursor)
+	if err != nil {
+		return LedgerPage{}, err
+	}
+	if tok.Value != "" {
+		id, ok := ledgerCursor(tok.Value, account)
 		if !ok {
-			return LedgerPage{}, errs.Invalidf("cursor is not one this API gave out (use nextCursor of the previous page)")
+			return LedgerPage{}, tok.Foreign()
 		}
 		sq.Before = id
 	}
@@ -103,8 +113,10 @@ func (s *Service) Ledger(ctx context.Context, account string, q LedgerQuery) (Le
 	page := LedgerPage{Entries: make([]LedgerEntry, 0, min(len(rows), want))}
 	if len(rows) > want {
 		rows = rows[:want]
-		c := base64.RawURLEncoding.EncodeToString([]byte("ledger:" + strconv.FormatInt(rows[want-1].ID, 10)))
-		page.NextCursor = &c
+		c := base64.RawURLEncoding.EncodeToString([]byte("ledger:" + account + ":" + strconv.FormatInt(rows[want-1].ID, 10)))
+		page.NextAfter, page.NextCursor = c, &c
+		page.NextURL = paging.NextURL(s.BaseURL, "/api/account/ledger",
+			url.Values{"type": {q.Types}, "from": {q.From}, "to": {q.To}, "limit": {strconv.Itoa(want)}}, c)
 	}
 	for _, r := range rows {
 		page.Entries = append(page.Entries, entryView(r))
@@ -112,7 +124,10 @@ func (s *Service) Ledger(ctx context.Context, account string, q LedgerQuery) (Le
 	return page, nil
 }
 
-func ledgerCursor(c string) (int64, bool) {
+// ledgerCursor reads a page token: "ledger:<account>:<entry id>", bound to
+// the account that was given it (another's is refused), or the older
+// unbound "ledger:<entry id>", still accepted.
+func ledgerCursor(c, account string) (int64, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
 		return 0, false
@@ -120,6 +135,12 @@ func ledgerCursor(c string) (int64, bool) {
 	rest, ok := strings.CutPrefix(string(b), "ledger:")
 	if !ok {
 		return 0, false
+	}
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		if rest[:i] != account {
+			return 0, false
+		}
+		rest = rest[i+1:]
 	}
 	id, err := strconv.ParseInt(rest, 10, 64)
 	return id, err == nil && id > 0

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"conduit/internal/errs"
+	"conduit/internal/paging"
 	"conduit/internal/store"
 )
 
@@ -17,7 +18,8 @@ type ListMediaArgs struct {
 	After string `json:"after,omitempty" jsonschema:"continue after this item id: the previous page's nextAfter"`
 }
 
-// MediaList is a page of the library, newest first.
+// MediaList is a page of the library, newest first (the paging convention
+// of internal/paging).
 type MediaList struct {
 	Items []Item `json:"items"`
 	// NextAfter continues the listing (as after); NextURL is the same as
@@ -72,11 +74,7 @@ func (s *Service) ListMedia(ctx context.Context, account string, in ListMediaArg
 	if len(rows) > limit {
 		rows = rows[:limit]
 		out.NextAfter = rows[limit-1].ID
-		q := url.Values{"limit": {strconv.Itoa(limit)}, "after": {out.NextAfter}}
-		if in.Kind != "" {
-			q.Set("kind", in.Kind)
-		}
-		out.NextURL = s.BaseURL + "/api/media?" + q.Encode()
+		out.NextURL = paging.NextURL(s.BaseURL, "/api/media", url.Values{"kind": {in.Kind}, "limit": {strconv.Itoa(limit)}}, out.NextAfter)
 	}
 	for _, r := range rows {
 		out.Items = append(out.Items, s.record(r))

@@ -54,6 +54,9 @@ type Provider struct {
 	store    *store.Store
 	f        *fosite.Fosite
 	resource string
+	// now is the verifier's clock (time.Now); tests move it past a
+	// token's expiry instead of sleeping.
+	now func() time.Time
 }
 
 // stateOptional lets an authorization request come without "state":
@@ -70,7 +73,7 @@ func New(cfg Config, st *store.Store) (*Provider, error) {
 		return nil, errors.New("the OAuth secret must be at least 32 bytes")
 	}
 	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
-	p := &Provider{cfg: cfg, store: st, resource: cfg.Issuer + ResourcePath}
+	p := &Provider{cfg: cfg, store: st, resource: cfg.Issuer + ResourcePath, now: time.Now}
 	fc := &fosite.Config{
 		AccessTokenLifespan:   cfg.AccessTokenTTL,
 		RefreshTokenLifespan:  cfg.RefreshTokenTTL,
@@ -113,6 +116,14 @@ func New(cfg Config, st *store.Store) (*Provider, error) {
 
 // Issuer is the authorization server's identifier (the public base URL).
 func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
+// WithClock makes the access-token check read the time from now (tests
+// advance it past a token's expiry). fosite checks expiry on the wall
+// clock as well; this check is the one a moved clock can trigger early.
+func (p *Provider) WithClock(now func() time.Time) *Provider {
+	p.now = now
+	return p
+}
 
 // Resource is the protected resource every token is bound to: the tool
 // server's URL.
@@ -237,6 +248,9 @@ func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (account
 		return accounts.Principal{}, accounts.ErrUnauthenticated
 	}
 	if use != fosite.AccessToken || !slices.Contains(ar.GetGrantedAudience(), p.resource) || sess.Subject == "" {
+		return accounts.Principal{}, accounts.ErrUnauthenticated
+	}
+	if exp := sess.GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !p.now().Before(exp) {
 		return accounts.Principal{}, accounts.ErrUnauthenticated
 	}
 	login, _ := sess.Extra["login"].(string)

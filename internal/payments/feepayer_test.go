@@ -2,6 +2,7 @@ package payments
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gagliardetto/solana-go"
 
+	"conduit/app/apptest/wait"
 	"conduit/internal/config"
 )
 
@@ -49,13 +51,12 @@ func TestSolanaFeePayerFromSupported(t *testing.T) {
 	}
 	eventually := func(s *Service, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for offered(s) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("fee payer offered %q, want %q", offered(s), want)
+		wait.Eventually(t, 5*time.Second, "the fee payer "+want, func() error {
+			if got := offered(s); got != want {
+				return fmt.Errorf("offered %q", got)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 
 	s, err := New(cfg, nil)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"net/url"
+	"strconv"
 	"strings"
 
-	"conduit/internal/errs"
+	"conduit/internal/paging"
 	"conduit/internal/store"
 )
 
@@ -22,15 +24,19 @@ type Summary struct {
 type AccountQuery struct {
 	// PipelineID and Status filter when not empty.
 	PipelineID, Status string
-	// Cursor is a previous page's NextCursor (empty: the newest).
-	Cursor string
-	Limit  int
+	// After is a previous page's NextAfter (empty: the newest); Cursor is
+	// its older name, still accepted.
+	After, Cursor string
+	Limit         int
 }
 
-// AccountPage is one page of the account's runs; NextCursor asks for the
-// next (nil on the last page).
+// AccountPage is one page of the account's runs (the paging convention of
+// internal/paging); NextCursor is NextAfter under its older name, null on
+// the last page as it always was.
 type AccountPage struct {
 	Runs       []Summary `json:"runs"`
+	NextAfter  string    `json:"nextAfter,omitempty"`
+	NextURL    string    `json:"nextUrl,omitempty"`
 	NextCursor *string   `json:"nextCursor"`
 }
 
@@ -40,19 +46,24 @@ func (s *Service) AccountHistory(ctx context.Context, account string, q AccountQ
 	if err := CheckPageQuery(PageQuery{Status: q.Status, Limit: q.Limit}); err != nil {
 		return AccountPage{}, err
 	}
+	tok, err := paging.From(q.After, q.Cursor)
+	if err != nil {
+		return AccountPage{}, err
+	}
 	after := ""
-	if q.Cursor != "" {
-		b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+	if tok.Value != "" {
+		// The token names a run; it is bound to the caller's account.
+		b, err := base64.RawURLEncoding.DecodeString(tok.Value)
 		id, ok := strings.CutPrefix(string(b), "run:")
 		if err != nil || !ok || id == "" {
-			return AccountPage{}, errs.Invalidf("cursor is not one this API gave out (use nextCursor of the previous page)")
+			return AccountPage{}, tok.Foreign()
 		}
 		r, err := s.Store.Run(ctx, id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return AccountPage{}, err
 		}
 		if err != nil || r.AccountID != account {
-			return AccountPage{}, errs.Invalidf("cursor is not one this API gave out (use nextCursor of the previous page)")
+			return AccountPage{}, tok.Foreign()
 		}
 		after = id
 	}
@@ -64,7 +75,8 @@ func (s *Service) AccountHistory(ctx context.Context, account string, q AccountQ
 	if len(rows) > q.Limit {
 		rows = rows[:q.Limit]
 		c := base64.RawURLEncoding.EncodeToString([]byte("run:" + rows[len(rows)-1].RunID))
-		page.NextCursor = &c
+		page.NextAfter, page.NextCursor = c, &c
+		page.NextURL = paging.NextURL(s.BaseURL, "/api/runs", url.Values{"pipelineId": {q.PipelineID}, "status": {q.Status}, "limit": {strconv.Itoa(q.Limit)}}, c)
 	}
 	page.Runs = make([]Summary, len(rows))
 	for i, r := range rows {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,6 +35,7 @@ import (
 	"conduit/internal/logging"
 	"conduit/internal/models"
 	"conduit/internal/money"
+	"conduit/internal/paging"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/workflows"
@@ -419,9 +421,10 @@ const MaxPage = 100
 type PageQuery struct {
 	// Status filters when not empty.
 	Status string
-	// After continues from a previous page's last run id.
-	After string
-	Limit int
+	// After continues from a previous page's last run id (NextAfter);
+	// Cursor is the same under the name other lists used.
+	After, Cursor string
+	Limit         int
 }
 
 // CheckPageQuery refuses a filter or a page size that cannot be answered.
@@ -435,11 +438,14 @@ func CheckPageQuery(q PageQuery) error {
 	return nil
 }
 
-// Page is one page of run history; More says another page follows (ask
-// with After set to the last run's id).
+// Page is one page of run history (the paging convention of
+// internal/paging); More says another page follows: NextAfter (the last
+// run's id) asks for it, NextURL is its address.
 type Page struct {
-	Runs []Record
-	More bool
+	Runs      []Record `json:"runs"`
+	More      bool     `json:"-"`
+	NextAfter string   `json:"nextAfter,omitempty"`
+	NextURL   string   `json:"nextUrl,omitempty"`
 }
 
 // History reads a page of pipelineID's runs, each with its kind.
@@ -447,13 +453,31 @@ func (s *Service) History(ctx context.Context, pipelineID string, q PageQuery) (
 	if err := CheckPageQuery(q); err != nil {
 		return Page{}, err
 	}
-	runs, err := s.Store.RunPage(ctx, pipelineID, q.Status, q.After, q.Limit+1)
+	tok, err := paging.From(q.After, q.Cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	if tok.Value != "" {
+		// A run id is bound to its pipeline: another pipeline's run is
+		// refused (a missing one still just marks a place, as it did).
+		r, err := s.Store.Run(ctx, tok.Value)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return Page{}, err
+		}
+		if err == nil && r.PipelineID != pipelineID {
+			return Page{}, tok.Foreign()
+		}
+	}
+	runs, err := s.Store.RunPage(ctx, pipelineID, q.Status, tok.Value, q.Limit+1)
 	if err != nil {
 		return Page{}, err
 	}
 	var page Page
 	if len(runs) > q.Limit {
 		runs, page.More = runs[:q.Limit], true
+		page.NextAfter = runs[len(runs)-1].RunID
+		page.NextURL = paging.NextURL(s.BaseURL, "/api/pipelines/"+url.PathEscape(pipelineID)+"/runs",
+			url.Values{"status": {q.Status}, "limit": {strconv.Itoa(q.Limit)}}, page.NextAfter)
 	}
 	page.Runs = make([]Record, len(runs))
 	for i, r := range runs {

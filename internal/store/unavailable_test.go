@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"conduit/app/apptest/wait"
 	"conduit/internal/store"
 )
 
@@ -50,15 +51,10 @@ func TestUnavailableTellsAnOutageFromAFailedStatement(t *testing.T) {
 	}
 	restarted = true
 	// The pool reconnects by itself.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := st.Balance(ctx, "acct_nobody")
-		if errors.Is(err, store.ErrNotFound) || err == nil {
-			break
+	wait.Eventually(t, 30*time.Second, "the store to recover", func() error {
+		if _, err := st.Balance(ctx, "acct_nobody"); !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the store did not recover: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -197,11 +197,7 @@ func (t *toolset) listRuns(ctx context.Context, c *Call, in ListRunsArgs) (RunLi
 	if err != nil {
 		return RunList{}, err
 	}
-	out := RunList{Runs: page.Runs}
-	if page.More {
-		out.NextAfter = page.Runs[len(page.Runs)-1].RunID
-	}
-	return out, nil
+	return RunList{Runs: page.Runs, NextAfter: page.NextAfter}, nil
 }
 
 // EstimateArgs are estimate_run_cost's arguments.

@@ -128,3 +128,19 @@ export type Run = {
   workflowUrl?: string;
   truncatedOutputs?: string[];
 };
+
+// An enclave (docs/enclaves.md), as the enclave pages and the task pages
+// read it.
+export type Enclave = {
+  id: string;
+  name: string;
+  description?: string;
+  region?: string;
+  status: string;
+  endpoint?: string | null;
+  sourceType?: string;
+  pcrs?: Record<string, string>;
+  error_message?: string | null;
+  createdAt: string;
+  updatedAt: string;
+};

@@ -1,5 +1,6 @@
-import { useEffect, useState, type FormEvent } from "react";
+import { useEffect, useState } from "react";
 import { get, post, qs, usd, when } from "../api";
+import { DataTable, FilterForm, Pager, usePagedList } from "../list";
 import { ErrorNote, Page, useLoad } from "../ui";
 
 const kinds = ["free_grant", "topup", "pack", "grant", "hold", "release", "charge", "refund"];
@@ -14,22 +15,11 @@ export function Credits() {
   const [from, setFrom] = useState("");
   const [to, setTo] = useState("");
   const [filter, setFilter] = useState({ types: "", from: "", to: "" });
-  const [pages, setPages] = useState<string[]>([""]);
-  const cursor = pages[pages.length - 1];
-  const ledger = useLoad(
-    () =>
-      get<{ entries: Entry[]; nextCursor?: string }>(
-        "/api/account/ledger" +
-          qs({
-            type: filter.types,
-            from: filter.from ? new Date(filter.from + "T00:00:00").toISOString() : "",
-            to: filter.to ? new Date(filter.to + "T23:59:59.999").toISOString() : "",
-            limit: 25,
-            cursor,
-          }),
-      ),
-    [filter, cursor],
-  );
+  const ledger = usePagedList<{ entries: Entry[] }>("/api/account/ledger", {
+    type: filter.types,
+    from: filter.from ? new Date(filter.from + "T00:00:00").toISOString() : "",
+    to: filter.to ? new Date(filter.to + "T23:59:59.999").toISOString() : "",
+  });
   const [buyError, setBuyError] = useState<unknown>(null);
   const [buying, setBuying] = useState("");
 
@@ -48,11 +38,6 @@ export function Credits() {
       setBuyError(e);
       setBuying("");
     }
-  };
-  const applyFilter = (e: FormEvent) => {
-    e.preventDefault();
-    setFilter({ types: types.join(","), from, to });
-    setPages([""]);
   };
   const params = new URLSearchParams(location.search);
   const outcome = params.get("checkout");
@@ -133,7 +118,13 @@ export function Credits() {
 
       <section aria-labelledby="ledger-h" className="card">
         <h2 id="ledger-h">Ledger</h2>
-        <form onSubmit={applyFilter} className="filters">
+        <FilterForm
+          card={false}
+          onApply={() => {
+            setFilter({ types: types.join(","), from, to });
+            ledger.restart();
+          }}
+        >
           <fieldset>
             <legend>Types</legend>
             {kinds.map((k) => (
@@ -155,50 +146,27 @@ export function Credits() {
             To
             <input type="date" value={to} onChange={(e) => setTo(e.target.value)} />
           </label>
-          <button type="submit">Apply filters</button>
-        </form>
+        </FilterForm>
         <ErrorNote error={ledger.error} />
-        <table>
-          <caption className="sr-only">Ledger entries, newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Type</th>
-              <th scope="col" className="num">
-                Amount (USD)
-              </th>
-              <th scope="col">Description</th>
-              <th scope="col">Reference</th>
-            </tr>
-          </thead>
-          <tbody>
-            {ledger.data?.entries.map((e) => (
-              <tr key={e.id}>
-                <td>{when(e.createdAt)}</td>
-                <td>{e.type}</td>
-                <td className={`num ${e.amount < 0 ? "neg" : "pos"}`}>
-                  {e.amount > 0 ? "+" : ""}
-                  {usd(e.amount)}
-                </td>
-                <td>{e.description}</td>
-                <td className="mono">{e.reference}</td>
-              </tr>
-            ))}
-            {ledger.data && ledger.data.entries.length === 0 && (
-              <tr>
-                <td colSpan={5}>No entries.</td>
-              </tr>
-            )}
-          </tbody>
-        </table>
-        <div className="pager">
-          <button type="button" disabled={pages.length < 2} onClick={() => setPages(pages.slice(0, -1))}>
-            Newer
-          </button>
-          <button type="button" disabled={!ledger.data?.nextCursor} onClick={() => setPages([...pages, ledger.data!.nextCursor!])}>
-            Older
-          </button>
-        </div>
+        <DataTable
+          caption="Ledger entries, newest first"
+          rows={ledger.data?.entries}
+          rowKey={(e) => e.id}
+          empty="No entries."
+          columns={[
+            { header: "When", cell: (e) => when(e.createdAt) },
+            { header: "Type", cell: (e) => e.type },
+            {
+              header: "Amount (USD)",
+              num: true,
+              className: (e) => (e.amount < 0 ? "neg" : "pos"),
+              cell: (e) => (e.amount > 0 ? "+" : "") + usd(e.amount),
+            },
+            { header: "Description", cell: (e) => e.description },
+            { header: "Reference", className: () => "mono", cell: (e) => e.reference },
+          ]}
+        />
+        <Pager list={ledger} />
       </section>
     </Page>
   );

@@ -1,20 +1,7 @@
-import { ApiError, get, when } from "../api";
+import { ApiError, get, when, type Enclave } from "../api";
+import { DataTable } from "../list";
 import { Link } from "../router";
 import { ErrorNote, Page, Status, useLoad } from "../ui";
-
-type Enclave = {
-  id: string;
-  name: string;
-  description?: string;
-  region?: string;
-  status: string;
-  endpoint?: string | null;
-  sourceType?: string;
-  pcrs?: Record<string, string>;
-  error_message?: string | null;
-  createdAt: string;
-  updatedAt: string;
-};
 
 function Unavailable({ error }: { error: unknown }) {
   if (error instanceof ApiError && error.status === 503) return <p>Enclaves are not enabled on this deployment.</p>;
@@ -27,38 +14,19 @@ export function EnclaveList() {
     <Page title="Enclaves">
       <p>Your enclaves (read-only here; manage them through the API or the tool server).</p>
       {list.error ? <Unavailable error={list.error} /> : null}
-      <table>
-        <caption className="sr-only">Your enclaves</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Status</th>
-            <th scope="col">Region</th>
-            <th scope="col">Endpoint</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.enclaves.map((e) => (
-            <tr key={e.id}>
-              <td>
-                <Link to={`/enclaves/${encodeURIComponent(e.id)}`}>{e.name}</Link>
-              </td>
-              <td>
-                <Status status={e.status} />
-              </td>
-              <td>{e.region}</td>
-              <td className="mono">{e.endpoint ?? "–"}</td>
-              <td>{when(e.createdAt)}</td>
-            </tr>
-          ))}
-          {list.data && list.data.enclaves.length === 0 && (
-            <tr>
-              <td colSpan={5}>No enclaves.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+      <DataTable
+        caption="Your enclaves"
+        rows={list.data?.enclaves}
+        rowKey={(e) => e.id}
+        empty="No enclaves."
+        columns={[
+          { header: "Name", cell: (e) => <Link to={`/enclaves/${encodeURIComponent(e.id)}`}>{e.name}</Link> },
+          { header: "Status", cell: (e) => <Status status={e.status} /> },
+          { header: "Region", cell: (e) => e.region },
+          { header: "Endpoint", className: () => "mono", cell: (e) => e.endpoint ?? "–" },
+          { header: "Created", cell: (e) => when(e.createdAt) },
+        ]}
+      />
     </Page>
   );
 }

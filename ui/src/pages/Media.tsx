@@ -1,6 +1,7 @@
 import { useState } from "react";
-import { get, qs, usd, when } from "../api";
-import { ErrorNote, Page, useLoad } from "../ui";
+import { usd, when } from "../api";
+import { DataTable, Pager, SelectFilter, usePagedList } from "../list";
+import { ErrorNote, Page } from "../ui";
 
 type Item = {
   id: string;
@@ -18,77 +19,41 @@ type Item = {
 // assembled and edited files (docs/media.md), each with what it cost.
 export function Media() {
   const [kind, setKind] = useState("");
-  const [pages, setPages] = useState<string[]>([""]);
-  const after = pages[pages.length - 1];
-  const list = useLoad(() => get<{ items: Item[]; nextAfter?: string }>("/api/media" + qs({ kind, limit: 25, after })), [kind, after]);
+  const list = usePagedList<{ items: Item[] }>("/api/media", { kind });
   return (
     <Page title="Media and purchases">
       <p>Files your runs made or you imported, with what each was charged. They are yours to download.</p>
-      <label>
-        Kind
-        <select
-          value={kind}
-          onChange={(e) => {
-            setKind(e.target.value);
-            setPages([""]);
-          }}
-        >
-          <option value="">all kinds</option>
-          <option value="video">video</option>
-          <option value="audio">audio</option>
-          <option value="image">image</option>
-        </select>
-      </label>
+      <SelectFilter
+        label="Kind"
+        name="kind"
+        value={kind}
+        onChange={setKind}
+        anyLabel="all kinds"
+        options={["video", "audio", "image"].map((k) => ({ value: k, label: k }))}
+      />
       <ErrorNote error={list.error} />
-      <table>
-        <caption className="sr-only">Media library, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Item</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Origin</th>
-            <th scope="col" className="num">
-              Size
-            </th>
-            <th scope="col" className="num">
-              Price (USD)
-            </th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.items.map((i) => (
-            <tr key={i.id}>
-              <td className="mono">
-                <a href={i.url}>{i.id}</a>
-              </td>
-              <td>
+      <DataTable
+        caption="Media library, newest first"
+        rows={list.data?.items}
+        rowKey={(i) => i.id}
+        empty="Nothing yet."
+        columns={[
+          { header: "Item", className: () => "mono", cell: (i) => <a href={i.url}>{i.id}</a> },
+          {
+            header: "Kind",
+            cell: (i) => (
+              <>
                 {i.kind} <span className="muted">({i.contentType})</span>
-              </td>
-              <td>
-                {i.origin?.type}
-                {i.origin?.runId ? ` by run ${i.origin.runId}` : ""}
-              </td>
-              <td className="num">{(i.sizeBytes / 1024).toFixed(0)} KiB</td>
-              <td className="num">{usd(i.priceUsd)}</td>
-              <td>{when(i.createdAt)}</td>
-            </tr>
-          ))}
-          {list.data && list.data.items.length === 0 && (
-            <tr>
-              <td colSpan={6}>Nothing yet.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
-      <div className="pager">
-        <button type="button" disabled={pages.length < 2} onClick={() => setPages(pages.slice(0, -1))}>
-          Newer
-        </button>
-        <button type="button" disabled={!list.data?.nextAfter} onClick={() => setPages([...pages, list.data!.nextAfter!])}>
-          Older
-        </button>
-      </div>
+              </>
+            ),
+          },
+          { header: "Origin", cell: (i) => `${i.origin?.type ?? ""}${i.origin?.runId ? ` by run ${i.origin.runId}` : ""}` },
+          { header: "Size", num: true, cell: (i) => `${(i.sizeBytes / 1024).toFixed(0)} KiB` },
+          { header: "Price (USD)", num: true, cell: (i) => usd(i.priceUsd) },
+          { header: "Created", cell: (i) => when(i.createdAt) },
+        ]}
+      />
+      <Pager list={list} />
     </Page>
   );
 }

@@ -1,5 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { get, post, when, type Pipeline } from "../api";
+import { DataTable } from "../list";
 import { Link, navigate } from "../router";
 import { ErrorNote, Page, useLoad } from "../ui";
 
@@ -29,34 +30,18 @@ export function PipelineList() {
         </button>
       </form>
       <ErrorNote error={error || list.error} />
-      <table>
-        <caption className="sr-only">Your pipelines</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Id</th>
-            <th scope="col">Serving version</th>
-            <th scope="col">Updated</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.pipelines.map((p) => (
-            <tr key={p.id}>
-              <td>
-                <Link to={`/pipelines/${encodeURIComponent(p.id)}`}>{p.name}</Link>
-              </td>
-              <td className="mono">{p.id}</td>
-              <td>{p.servingVersion ?? "not published"}</td>
-              <td>{when(p.updatedAt)}</td>
-            </tr>
-          ))}
-          {list.data && list.data.pipelines.length === 0 && (
-            <tr>
-              <td colSpan={4}>No pipelines yet: create one above.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+      <DataTable
+        caption="Your pipelines"
+        rows={list.data?.pipelines}
+        rowKey={(p) => p.id}
+        empty="No pipelines yet: create one above."
+        columns={[
+          { header: "Name", cell: (p) => <Link to={`/pipelines/${encodeURIComponent(p.id)}`}>{p.name}</Link> },
+          { header: "Id", className: () => "mono", cell: (p) => p.id },
+          { header: "Serving version", cell: (p) => p.servingVersion ?? "not published" },
+          { header: "Updated", cell: (p) => when(p.updatedAt) },
+        ]}
+      />
     </Page>
   );
 }

@@ -1,5 +1,6 @@
-import { useState, type FormEvent } from "react";
-import { ApiError, get, patch, post, qs, when } from "../api";
+import { useState } from "react";
+import { ApiError, get, patch, post, qs, when, type Enclave } from "../api";
+import { DataTable, FilterForm, SelectFilter } from "../list";
 import { Link } from "../router";
 import { ErrorNote, Live, Page, Status, useLoad } from "../ui";
 
@@ -39,9 +40,7 @@ type Task = {
   updatedAt: string;
 };
 
-type Enclave = { id: string; name: string };
-
-const statuses = ["", "running", "pending", "stopped", "failed"];
+const statuses = ["running", "pending", "stopped", "failed"].map((s) => ({ value: s, label: s }));
 
 function Unavailable({ error }: { error: unknown }) {
   if (error instanceof ApiError && error.status === 503) return <p>Scheduled tasks are not enabled on this deployment.</p>;
@@ -73,82 +72,43 @@ export function TaskList() {
   const [status, setStatus] = useState("");
   const [filter, setFilter] = useState({ enclaveId, status });
   const list = useLoad(() => get<{ tasks: Task[] }>("/api/tasks" + qs(filter)), [filter]);
-  const apply = (e: FormEvent) => {
-    e.preventDefault();
-    setFilter({ enclaveId, status });
-  };
   const name = (id: string) => enclaves.data?.enclaves.find((e) => e.id === id)?.name ?? id;
   return (
     <Page title="Scheduled tasks">
       <p>Tasks call an enclave's application on a schedule (create and edit them through the API).</p>
-      <form onSubmit={apply} className="filters card">
-        <label>
-          Enclave
-          <select name="enclaveId" value={enclaveId} onChange={(e) => setEnclaveId(e.target.value)}>
-            <option value="">all enclaves</option>
-            {enclaves.data?.enclaves.map((e) => (
-              <option key={e.id} value={e.id}>
-                {e.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Status
-          <select name="status" value={status} onChange={(e) => setStatus(e.target.value)}>
-            {statuses.map((s) => (
-              <option key={s} value={s}>
-                {s || "any status"}
-              </option>
-            ))}
-          </select>
-        </label>
-        <button type="submit">Apply filters</button>
-        <button type="button" onClick={list.reload}>
-          Refresh
-        </button>
-      </form>
+      <FilterForm onApply={() => setFilter({ enclaveId, status })} onRefresh={list.reload}>
+        <SelectFilter
+          label="Enclave"
+          name="enclaveId"
+          value={enclaveId}
+          onChange={setEnclaveId}
+          anyLabel="all enclaves"
+          options={enclaves.data?.enclaves.map((e) => ({ value: e.id, label: e.name })) ?? []}
+        />
+        <SelectFilter label="Status" name="status" value={status} onChange={setStatus} anyLabel="any status" options={statuses} />
+      </FilterForm>
       {list.error ? <Unavailable error={list.error} /> : null}
-      <table>
-        <caption className="sr-only">Your scheduled tasks</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Enclave</th>
-            <th scope="col">Schedule</th>
-            <th scope="col">Status</th>
-            <th scope="col">Last run</th>
-            <th scope="col">Next run</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.tasks.map((t) => (
-            <tr key={t.id}>
-              <td>
-                <Link to={`/tasks/${encodeURIComponent(t.id)}`}>{t.name}</Link>
-              </td>
-              <td>
-                <Link to={`/enclaves/${encodeURIComponent(t.enclaveId)}`}>{name(t.enclaveId)}</Link>
-              </td>
-              <td>
+      <DataTable
+        caption="Your scheduled tasks"
+        rows={list.data?.tasks}
+        rowKey={(t) => t.id}
+        empty="No tasks match."
+        columns={[
+          { header: "Name", cell: (t) => <Link to={`/tasks/${encodeURIComponent(t.id)}`}>{t.name}</Link> },
+          { header: "Enclave", cell: (t) => <Link to={`/enclaves/${encodeURIComponent(t.enclaveId)}`}>{name(t.enclaveId)}</Link> },
+          {
+            header: "Schedule",
+            cell: (t) => (
+              <>
                 <span className="mono">{t.schedule}</span> ({t.timezone})
-              </td>
-              <td>
-                <Status status={t.status} />
-              </td>
-              <td>
-                <LastRunCell run={t.lastRun} />
-              </td>
-              <td>{t.nextRuns.length > 0 ? when(t.nextRuns[0]) : "–"}</td>
-            </tr>
-          ))}
-          {list.data && list.data.tasks.length === 0 && (
-            <tr>
-              <td colSpan={6}>No tasks match.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: "Status", cell: (t) => <Status status={t.status} /> },
+          { header: "Last run", cell: (t) => <LastRunCell run={t.lastRun} /> },
+          { header: "Next run", cell: (t) => (t.nextRuns.length > 0 ? when(t.nextRuns[0]) : "–") },
+        ]}
+      />
     </Page>
   );
 }
@@ -269,41 +229,19 @@ export function TaskPage({ id }: { id: string }) {
       )}
       <h2>Recent runs</h2>
       <ErrorNote error={runs.error} />
-      <table>
-        <caption className="sr-only">The task's runs, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Scheduled for</th>
-            <th scope="col">Outcome</th>
-            <th scope="col" className="num">
-              Duration
-            </th>
-            <th scope="col">HTTP</th>
-            <th scope="col">Result</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.data?.runs.map((r) => (
-            <tr key={r.id}>
-              <td title={r.id}>{when(r.scheduledTime)}</td>
-              <td>
-                <Status status={r.outcome} />
-              </td>
-              <td className="num">{duration(r.durationMs)}</td>
-              <td>{r.httpStatus || "–"}</td>
-              <td className="mono small">
-                {r.result || "–"}
-                {r.truncated ? " …(truncated)" : ""}
-              </td>
-            </tr>
-          ))}
-          {runs.data && runs.data.runs.length === 0 && (
-            <tr>
-              <td colSpan={5}>No runs yet.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+      <DataTable
+        caption="The task's runs, newest first"
+        rows={runs.data?.runs}
+        rowKey={(r) => r.id}
+        empty="No runs yet."
+        columns={[
+          { header: "Scheduled for", cell: (r) => <span title={r.id}>{when(r.scheduledTime)}</span> },
+          { header: "Outcome", cell: (r) => <Status status={r.outcome} /> },
+          { header: "Duration", num: true, cell: (r) => duration(r.durationMs) },
+          { header: "HTTP", cell: (r) => r.httpStatus || "–" },
+          { header: "Result", className: () => "mono small", cell: (r) => `${r.result || "–"}${r.truncated ? " …(truncated)" : ""}` },
+        ]}
+      />
     </Page>
   );
 }
