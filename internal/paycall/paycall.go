@@ -25,12 +25,12 @@ import (
 	"conduit/internal/ticket"
 )
 
-// The pay-per-call endpoints.
+// The pay-per-call endpoints: /api/x402/<kind>.
 const (
-	VideoPath  = "/api/x402/video"
-	SpeechPath = "/api/x402/speech"
+	VideoPath  = "/api/x402/" + mediakind.Video
+	SpeechPath = "/api/x402/" + mediakind.Speech
 	// MusicPath: spec §4.12; the request and record are ours (docs/audio.md).
-	MusicPath = "/api/x402/music"
+	MusicPath = "/api/x402/" + mediakind.Music
 	// PurchasesPath lists a wallet's purchases (spec §4.13).
 	PurchasesPath = "/api/x402/purchases"
 	// FilesPath prefixes signed file URLs (the library's links share it).
@@ -89,11 +89,24 @@ func New(s Service) *Service {
 	return &s
 }
 
-// Kind is a media kind as sold here: its descriptor and its endpoint.
+// Kind is a media kind as sold here: its descriptor, its endpoint
+// (/api/x402/<name>) and the order that reads and prices its request.
 type Kind struct {
 	mediakind.Kind
 	Path  string
 	order func(s *Service, ctx context.Context, decode func(any) error) (order, error)
+}
+
+// orderOf is a kind's request reader: what a buyer may ask of each kind
+// is the one thing pay-per-call does not read from the descriptor.
+func orderOf(name string) func(s *Service, ctx context.Context, decode func(any) error) (order, error) {
+	switch name {
+	case mediakind.Speech:
+		return (*Service).speechOrder
+	case mediakind.Music:
+		return (*Service).musicOrder
+	}
+	return (*Service).videoOrder
 }
 
 // Kinds are the kinds on sale, each with its endpoint.
@@ -107,13 +120,7 @@ func (s *Service) Kinds() []Kind {
 
 func (s *Service) kind(name string) Kind {
 	k, _ := mediakind.Of(name)
-	switch name {
-	case mediakind.Speech:
-		return Kind{Kind: k, Path: SpeechPath, order: (*Service).speechOrder}
-	case mediakind.Music:
-		return Kind{Kind: k, Path: MusicPath, order: (*Service).musicOrder}
-	}
-	return Kind{Kind: k, Path: VideoPath, order: (*Service).videoOrder}
+	return Kind{Kind: k, Path: "/api/x402/" + name, order: orderOf(name)}
 }
 
 // notConfigured is the spec's words for a deployment without x402.
