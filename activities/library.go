@@ -17,6 +17,7 @@ import (
 	"conduit/internal/graph"
 	"conduit/internal/imagefetch"
 	"conduit/internal/media"
+	"conduit/internal/mediakind"
 	"conduit/internal/money"
 	"conduit/internal/pricing"
 	"conduit/internal/store"
@@ -96,9 +97,9 @@ func (a *Library) GenerateMedia(ctx context.Context, in GenerateMediaInput) (Gen
 	defer os.RemoveAll(workdir)
 	mj := media.Job{RunID: in.ItemID, Model: sale.Model, Voice: sale.Voice, Seconds: sale.Seconds, AspectRatio: sale.AspectRatio}
 	switch req.Kind {
-	case pricing.GenSpeech:
+	case mediakind.Speech:
 		mj.Kind, mj.Text = media.KindSpeech, req.Text
-	case pricing.GenMusic:
+	case mediakind.Music:
 		mj.Kind, mj.Prompt = media.KindMusic, req.Text
 	default:
 		mj.Kind, mj.Prompt = media.KindVideo, req.Text

@@ -182,7 +182,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 // FrontendDeps are the frontend's dependencies from this platform.
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
-		Media: p.Media.frontend(p.Config), Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
+		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
 		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout}
 }
 

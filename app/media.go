@@ -16,24 +16,17 @@ import (
 	"conduit/internal/library"
 	"conduit/internal/media"
 	"conduit/internal/money"
+	"conduit/internal/paycall"
 	"conduit/internal/pricing"
 	"conduit/internal/ticket"
 )
 
-// Media is pay-per-call rendering as configured: the catalog, the signers,
-// the blob store and the renderers. When it cannot be offered, Err says
-// why and the endpoints answer 503.
+// Media is pay-per-call rendering as configured: what the pay-per-call
+// service reads (the catalogs, the signers, the blob store, the image
+// fetcher), plus the renderers and the library's job price. When it
+// cannot be offered, Err says why and the endpoints answer 503.
 type Media struct {
-	Err     error
-	Video   *pricing.VideoCatalog
-	Speech  *pricing.SpeechCatalog
-	Music   *pricing.MusicCatalog
-	Tickets *ticket.Signer
-	Files   blob.Signer
-	// Links sign the media library's expiring file URLs.
-	Links     *blob.Links
-	Blob      blob.Store
-	Images    *imagefetch.Fetcher
+	paycall.Media
 	Renderers map[string]media.Renderer
 	// JobPrice is what a library job costs.
 	JobPrice money.Micros
@@ -42,7 +35,8 @@ type Media struct {
 // openMedia builds the media parts. A missing secret disables pay-per-call
 // (Err); a broken blob store or catalog fails the start.
 func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
-	m := &Media{Images: &imagefetch.Fetcher{}}
+	m := &Media{Media: paycall.Media{Images: &imagefetch.Fetcher{},
+		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive}}
 	var err error
 	if m.Video, err = pricing.NewVideoCatalog(cfg.Media.Video); err != nil {
 		return nil, err
@@ -98,16 +92,11 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 	return m, nil
 }
 
-// generation is the menus generation nodes are sold from.
-func (m *Media) generation() pricing.Generation {
-	return pricing.Generation{Video: m.Video, Speech: m.Speech, Music: m.Music}
-}
-
 // library is the media library service (answering 503 while media is
 // off: it needs the signing secret for its file URLs).
 func (m *Media) library(p *Platform, tc client.Client) *library.Service {
 	return &library.Service{
-		Store: p.Store, Temporal: tc, Blob: m.Blob, Links: m.Links, Generation: m.generation(), Fetcher: m.Images,
+		Store: p.Store, Temporal: tc, Blob: m.Blob, Links: m.Links, Generation: m.Generation(), Fetcher: m.Images,
 		Config: p.Config.Media.Library, JobPrice: m.JobPrice, HeartbeatTimeout: p.Config.Media.HeartbeatTimeout,
 		BaseURL: p.Config.BaseURL(), TopUpURL: p.Config.BaseURL() + frontend.CreditsPagePath, Err: m.Err,
 	}
@@ -120,7 +109,7 @@ func (m *Media) libraryActivities(p *Platform, renders *activities.Renders) *act
 	}
 	lib := p.Library
 	return &activities.Library{
-		Store: p.Store, Blob: m.Blob, Renders: renders, Generation: m.generation(),
+		Store: p.Store, Blob: m.Blob, Renders: renders, Generation: m.Generation(),
 		Editor: &media.Editor{FFmpeg: p.Config.Media.FFmpeg}, FFprobe: p.Config.Media.Library.FFprobe, Fetcher: m.Images,
 		ImportMaxBytes: p.Config.Media.Library.ImportMaxBytes, ImportTimeout: p.Config.Media.Library.ImportTimeout,
 		FileURL: func(key string) string { u, _ := lib.FileURL(key); return u },
@@ -185,14 +174,6 @@ func pick(hosted bool, remote, local media.Renderer) media.Renderer {
 	return local
 }
 
-// frontendMedia is the frontend's view.
-func (m *Media) frontend(cfg *config.Config) frontend.Media {
-	return frontend.Media{
-		Err: m.Err, Video: m.Video, Speech: m.Speech, Music: m.Music, Tickets: m.Tickets, Files: m.Files, Links: m.Links, Blob: m.Blob, Images: m.Images,
-		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive,
-	}
-}
-
 // activities is the worker's render activities (nil when off).
 func (m *Media) activities(p *Platform) *activities.Renders {
 	if m.Err != nil {
@@ -201,7 +182,7 @@ func (m *Media) activities(p *Platform) *activities.Renders {
 	base := p.Config.BaseURL()
 	return &activities.Renders{
 		Store: p.Store, Blob: m.Blob, Renderers: m.Renderers,
-		FileURL:        func(key string) string { return base + frontend.FilesPath + key + "?c=" + m.Files.Sign(key) },
+		FileURL:        func(key string) string { return paycall.FileURL(base, m.Files, key) },
 		HeartbeatEvery: min(5*time.Second, p.Config.Media.HeartbeatTimeout/3),
 	}
 }

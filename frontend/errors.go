@@ -190,7 +190,7 @@ func writeError(c *gin.Context, e *APIError) {
 		for k, v := range e.Extra {
 			body[k] = v
 		}
-		c.AbortWithStatusJSON(http.StatusPaymentRequired, body)
+		c.AbortWithStatusJSON(e.Status, body) // 402, or 401 for a sign-in refused with a fresh challenge
 		return
 	}
 	shape, _ := c.Get(shapeKey)

@@ -11,6 +11,8 @@ import (
 	"github.com/ulule/limiter/v3"
 	mgin "github.com/ulule/limiter/v3/drivers/middleware/gin"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
+
+	"conduit/internal/errs"
 )
 
 // paidRateLimit is the one per-address budget (x402.rate_limit) shared by
@@ -75,18 +77,26 @@ func (s *Server) walletLimiter() *limiter.Limiter {
 // walletAllowed counts a call against the wallet's limit, answering 429
 // when it is spent.
 func (s *Server) walletAllowed(c *gin.Context, network, payer string) bool {
-	lc, err := s.wallets.Get(context.WithoutCancel(c.Request.Context()), network+"/"+payer)
-	if err != nil {
+	if err := s.walletLimit(c, network, payer); err != nil {
 		fail(c, err)
 		return false
 	}
+	return true
+}
+
+// walletLimit is walletAllowed as an error: 429 with Retry-After.
+func (s *Server) walletLimit(c *gin.Context, network, payer string) error {
+	lc, err := s.wallets.Get(context.WithoutCancel(c.Request.Context()), network+"/"+payer)
+	if err != nil {
+		return err
+	}
 	if !lc.Reached {
-		return true
+		return nil
 	}
 	retry := max(1, lc.Reset-time.Now().Unix())
-	c.Header("Retry-After", strconv.FormatInt(retry, 10))
-	fail(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry))
-	return false
+	e := errs.TooManyf("rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry)
+	e.RetryAfter = time.Duration(retry) * time.Second
+	return e
 }
 
 // registrationLimiter bounds dynamic client registrations per address

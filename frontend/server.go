@@ -22,6 +22,7 @@ import (
 	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/oauth"
+	"conduit/internal/paycall"
 	"conduit/internal/payments"
 	"conduit/internal/pipelines"
 	"conduit/internal/runs"
@@ -38,7 +39,7 @@ type Deps struct {
 	Catalog  *models.Catalog
 	Deltas   *store.DeltaHub
 	Payments *payments.Service
-	Media    Media
+	Media    paycall.Media
 	// Library is the media library (nil or off: its routes answer 503).
 	Library *library.Service
 	// OAuth is the tool server's authorization server; nil while OAuth is
@@ -70,7 +71,7 @@ type Server struct {
 	mcp        *toolServer
 	router     *gin.Engine
 	wallets    *limiter.Limiter
-	deliveries *deliveries
+	payPerCall *paycall.Service
 	// addresses is the per-address budget every paid route shares.
 	addresses gin.HandlerFunc
 	// signins counts sign-in attempts per address and per email;
@@ -87,7 +88,8 @@ func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
-	s := &Server{deps: d, deliveries: &deliveries{store: d.Store, log: d.Log}}
+	s := &Server{deps: d}
+	s.payPerCall = paycall.New(paycall.Service{Store: d.Store, Temporal: d.Temporal, Payments: d.Payments, Media: d.Media, BaseURL: d.Config.BaseURL(), Log: d.Log})
 	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
 	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
 		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL()}
@@ -129,10 +131,10 @@ func New(d Deps) *Server {
 	edge.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// Pay-per-call: the payment or the claim ticket is the credential.
-	for _, k := range s.mediaKinds() {
-		edge.GET(k.path, s.getMedia(k))
-		edge.POST(k.path, s.paidRateLimit(), s.postMedia(k))
-		edge.POST(k.path+"/retry", s.paidRateLimit(), func(c *gin.Context) { s.retryMediaRun(c, k) })
+	for _, k := range s.payPerCall.Kinds() {
+		edge.GET(k.Path, s.getMedia(k.Name))
+		edge.POST(k.Path, s.paidRateLimit(), s.postMedia(k.Name))
+		edge.POST(k.Path+"/retry", s.paidRateLimit(), s.retryMedia(k.Name))
 	}
 	// Every challenge stores a nonce: the same per-address limit applies.
 	edge.GET(PurchasesPath, s.paidRateLimit(), s.purchases)

@@ -9,6 +9,7 @@ import (
 	"conduit/frontend"
 	"conduit/internal/config"
 	"conduit/internal/money"
+	"conduit/internal/paycall"
 	"conduit/internal/payments"
 )
 
@@ -60,7 +61,7 @@ func TestPaidStatusURLAnswersWithPayPerCallOff(t *testing.T) {
 	// Without the signing secret nothing can check a ticket: 503, not a
 	// guess and not a crash.
 	noSecret := env.Platform.FrontendDeps()
-	noSecret.Media = frontend.Media{Err: errors.New("media.secret is not set")}
+	noSecret.Media = paycall.Media{Err: errors.New("media.secret is not set")}
 	base := serve(t, noSecret)
 	for _, u := range []string{rec["statusUrl"].(string), rec["audio"].(string)} {
 		status, _, body := send(t, "GET", strings.Replace(u, env.URL, base, 1), nil)

@@ -8,6 +8,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
+	"conduit/internal/mediakind"
+	"conduit/internal/money"
 	"conduit/internal/store"
 	"conduit/internal/x402"
 )
@@ -47,7 +49,7 @@ const LateNote = "The render is taking longer than usual; it is still being coll
 // RenderInput is one pay-per-call run: paid (Payment set) or a retry of a
 // failed run (RetryOf set).
 type RenderInput struct {
-	Run store.NewMediaRun
+	Run RenderRun
 
 	Payment      *x402.PaymentPayload
 	Requirements x402.PaymentRequirements
@@ -60,6 +62,23 @@ type RenderInput struct {
 	Deadline         time.Duration
 	Collect          time.Duration
 	HeartbeatTimeout time.Duration
+}
+
+// RenderRun is the run a render opens: its request as sold and, for a
+// paid run, who paid what. It is the workflow's own type, not the store's
+// row: its fields (and so its JSON in recorded histories) are those the
+// inputs always had, and it converts to the row the activities write.
+type RenderRun struct {
+	RunID       string
+	Kind        string
+	Request     mediakind.Request
+	RequestHash string
+	Network     string
+	Payer       string
+	Transaction string // the settled payment (paid runs)
+	Paid        money.Micros
+	Price       money.Micros
+	StartedAt   time.Time
 }
 
 // Admission is the frontend's answer: accepted with the run, or why not.
@@ -166,7 +185,7 @@ func Render(ctx workflow.Context, in RenderInput) error {
 func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	if in.RetryOf != "" {
 		var opened activities.OpenedRetry
-		if err := workflow.ExecuteActivity(ctx, ActOpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: in.Run}).Get(ctx, &opened); err != nil {
+		if err := workflow.ExecuteActivity(ctx, ActOpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: store.NewMediaRun(in.Run)}).Get(ctx, &opened); err != nil {
 			return Admission{}, err
 		}
 		if opened.Refusal != nil {
@@ -186,7 +205,7 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 		return Admission{PaymentReason: settled.Reason, PaymentMessage: settled.Message,
 			AlreadyRedeemed: settled.AlreadyRedeemed, Transaction: settled.Transaction}, nil
 	}
-	n := in.Run
+	n := store.NewMediaRun(in.Run)
 	n.Transaction, n.Paid = settled.Transaction, in.Run.Price
 	var run store.MediaRun
 	if err := workflow.ExecuteActivity(ctx, ActOpenPaid, n).Get(ctx, &run); err != nil {

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"conduit/internal/mediakind"
 )
 
 // Node kinds.
@@ -20,18 +22,16 @@ const (
 	KindPrompt    = "prompt"
 	KindGuardrail = "guardrail"
 	KindOutput    = "output"
-	// Generation nodes render a file with a pay-per-call model (speech,
-	// music, video); their value is the URL of the item they add to the
-	// account's media library.
-	KindSpeech = "speech"
-	KindMusic  = "music"
-	KindVideo  = "video"
+	// Generation nodes render a file with a pay-per-call model; their
+	// type is a media kind's name (internal/mediakind) and their value is
+	// the URL of the item they add to the account's media library.
+	KindSpeech = mediakind.Speech
+	KindMusic  = mediakind.Music
+	KindVideo  = mediakind.Video
 )
 
 // IsGeneration says whether a node type renders a file.
-func IsGeneration(typ string) bool {
-	return typ == KindSpeech || typ == KindMusic || typ == KindVideo
-}
+func IsGeneration(typ string) bool { return mediakind.Is(typ) }
 
 // Limits on a graph, so a hostile draft cannot exhaust the service.
 const (

@@ -3,6 +3,8 @@ package graph
 import (
 	"fmt"
 	"strings"
+
+	"conduit/internal/mediakind"
 )
 
 // Transforms a prompt node may apply to its source instead of a template.
@@ -83,10 +85,10 @@ type GenerationRequest struct {
 // TextTemplate is a generation node's template: its text (speech) or its
 // prompt (music, video).
 func (n *Node) TextTemplate() (field, template string) {
-	if n.Type == KindSpeech {
-		return "text", n.Text
+	if field = mediakind.TextField(n.Type); field == "text" {
+		return field, n.Text
 	}
-	return "prompt", n.Prompt
+	return field, n.Prompt
 }
 
 // GenerationRequest renders a generation node's text.

@@ -62,7 +62,7 @@ func (s *Service) Plan(g *graph.Graph) (money.Micros, workflows.GenerationBounds
 		if b.Timeouts == nil {
 			b.Timeouts = map[string]time.Duration{}
 		}
-		b.Timeouts[n.ID] = 3 * s.Generation.Deadline(sale)
+		b.Timeouts[n.ID] = 3 * s.Generation.Deadline(sale.Kind, sale.Model, sale.Seconds)
 	}
 	b.Heartbeat = s.HeartbeatTimeout
 	return hold, b

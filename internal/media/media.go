@@ -15,16 +15,18 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"conduit/internal/mediakind"
 )
 
 // Kind is what a run renders.
 type Kind string
 
-// The kinds of pay-per-call runs.
+// The kinds renderers render (internal/mediakind names them).
 const (
-	KindVideo  Kind = "video"
-	KindSpeech Kind = "speech"
-	KindMusic  Kind = "music"
+	KindVideo  Kind = mediakind.Video
+	KindSpeech Kind = mediakind.Speech
+	KindMusic  Kind = mediakind.Music
 )
 
 // Job is one render request as sold.

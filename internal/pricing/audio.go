@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"conduit/internal/config"
 	"conduit/internal/money"
@@ -112,10 +111,6 @@ func (c *SpeechCatalog) Voice(id string) (SpeechVoice, bool) {
 	}
 	return SpeechVoice{}, false
 }
-
-// Characters is what a text is priced by: its Unicode characters as sent
-// (directions included: they are read, if not spoken).
-func Characters(text string) int { return utf8.RuneCountInString(text) }
 
 // Price is the price of speaking chars characters in voice: pro rata per
 // 1,000 characters rounded up to the cent, at least Min, times the voice's

@@ -10,19 +10,9 @@ import (
 	"unicode/utf8"
 
 	"conduit/internal/config"
+	"conduit/internal/mediakind"
 	"conduit/internal/money"
 )
-
-// Generation kinds: the pipeline node types that render a file with a
-// pay-per-call model, sold at the pay-per-call menus' prices.
-const (
-	GenSpeech = "speech"
-	GenMusic  = "music"
-	GenVideo  = "video"
-)
-
-// GenKinds lists them.
-var GenKinds = []string{GenSpeech, GenMusic, GenVideo}
 
 // GenRequest is what a generation node asks for: its settings and, once
 // rendered, its text (speech: what to say; music and video: the
@@ -58,32 +48,76 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Generation prices generation nodes from the pay-per-call catalogs: one
-// place says, per kind, which settings exist, their defaults, how long
-// the text may be, what it costs and how long a render may take.
+// Generation is the priced half of the media kinds' descriptors
+// (internal/mediakind has the rest): from the pay-per-call catalogs it
+// says, per kind, which settings exist, their defaults, how long the text
+// may be, what it costs, how long a render may take and how long a caller
+// waits for one. Pay-per-call and generation nodes both read it.
 type Generation struct {
 	Video  *VideoCatalog
 	Speech *SpeechCatalog
 	Music  *MusicCatalog
 }
 
-// TextField names the node field holding a kind's text.
-func TextField(kind string) string {
-	if kind == GenSpeech {
-		return "text"
-	}
-	return "prompt"
-}
-
 // MaxText is how many characters a kind's text may have.
 func (g Generation) MaxText(kind string) int {
 	switch kind {
-	case GenSpeech:
+	case mediakind.Speech:
 		return g.Speech.MaxChars
-	case GenMusic:
+	case mediakind.Music:
 		return g.Music.MaxPromptChars
 	}
 	return MaxPromptChars
+}
+
+// Menu is a kind's menu (GET on its endpoint): endpoint is where it is
+// sold, purchases where a wallet lists what it bought.
+func (g Generation) Menu(kind, endpoint, purchases string) any {
+	switch kind {
+	case mediakind.Speech:
+		return g.Speech.Menu(endpoint, purchases)
+	case mediakind.Music:
+		return g.Music.Menu(endpoint, purchases)
+	}
+	return g.Video.Menu(endpoint, purchases)
+}
+
+// Wait is how long a caller waits by default for a render of a model
+// ("" is the default) and length (0 when the kind has none).
+func (g Generation) Wait(kind, model string, seconds int) time.Duration {
+	switch kind {
+	case mediakind.Speech:
+		return min(max(g.Speech.Wait, 0), MaxWait)
+	case mediakind.Music:
+		return g.Music.WaitFor(seconds)
+	}
+	m, _ := g.Video.Model(model)
+	return m.Wait(seconds)
+}
+
+// Deadline is how long a render of a model and length may take before it
+// counts as late.
+func (g Generation) Deadline(kind, model string, seconds int) time.Duration {
+	switch kind {
+	case mediakind.Speech:
+		return g.Speech.LateDeadline
+	case mediakind.Music:
+		return g.Music.Deadline(seconds)
+	}
+	if m, ok := g.Video.Model(model); ok {
+		return m.Deadline(seconds)
+	}
+	return 0
+}
+
+// Reprice is what a request costs once its text changed, false when a
+// kind's price does not follow its text (it stays as sold).
+func (g Generation) Reprice(kind string, r mediakind.Request) (money.Micros, bool) {
+	if kind != mediakind.Speech {
+		return 0, false
+	}
+	v, _ := g.Speech.Voice(r.Voice)
+	return g.Speech.Price(r.Characters, v), true
 }
 
 // Resolve checks a request's settings against the menus and prices it.
@@ -93,7 +127,7 @@ func (g Generation) MaxText(kind string) int {
 func (g Generation) Resolve(r GenRequest, withText bool) (GenSale, error) {
 	if withText {
 		n := utf8.RuneCountInString(r.Text)
-		field := TextField(r.Kind)
+		field := mediakind.TextField(r.Kind)
 		switch {
 		case strings.TrimSpace(r.Text) == "":
 			return GenSale{}, fieldErr(field, "the %s is empty", field)
@@ -102,14 +136,14 @@ func (g Generation) Resolve(r GenRequest, withText bool) (GenSale, error) {
 		}
 	}
 	switch r.Kind {
-	case GenSpeech:
+	case mediakind.Speech:
 		return g.speech(r, withText)
-	case GenMusic:
+	case mediakind.Music:
 		return g.music(r)
-	case GenVideo:
+	case mediakind.Video:
 		return g.video(r)
 	}
-	return GenSale{}, fieldErr("type", "%q is not a generation kind (%s)", r.Kind, strings.Join(GenKinds, ", "))
+	return GenSale{}, fieldErr("type", "%q is not a generation kind (%s)", r.Kind, strings.Join(mediakind.Names(), ", "))
 }
 
 func (g Generation) speech(r GenRequest, withText bool) (GenSale, error) {
@@ -129,9 +163,9 @@ func (g Generation) speech(r GenRequest, withText bool) (GenSale, error) {
 	}
 	chars := g.Speech.MaxChars
 	if withText {
-		chars = Characters(r.Text)
+		chars = mediakind.Characters(r.Text)
 	}
-	return GenSale{Kind: GenSpeech, Model: m.ID, Voice: v.ID, Characters: chars, Price: g.Speech.Price(chars, v)}, nil
+	return GenSale{Kind: mediakind.Speech, Model: m.ID, Voice: v.ID, Characters: chars, Price: g.Speech.Price(chars, v)}, nil
 }
 
 func (g Generation) music(r GenRequest) (GenSale, error) {
@@ -148,7 +182,7 @@ func (g Generation) music(r GenRequest) (GenSale, error) {
 	case err != nil:
 		return GenSale{}, fieldErr("seconds", "%v", err)
 	}
-	return GenSale{Kind: GenMusic, Model: s.Model.ID, Seconds: s.Seconds, Price: s.Price}, nil
+	return GenSale{Kind: mediakind.Music, Model: s.Model.ID, Seconds: s.Seconds, Price: s.Price}, nil
 }
 
 func (g Generation) video(r GenRequest) (GenSale, error) {
@@ -173,22 +207,7 @@ func (g Generation) video(r GenRequest) (GenSale, error) {
 	if ar == "" {
 		ar = config.AspectRatios[0]
 	}
-	return GenSale{Kind: GenVideo, Model: s.Model.ID, Seconds: s.Seconds, AspectRatio: ar, Price: s.Price}, nil
-}
-
-// Deadline is how long a sale's render may take before it counts as
-// late, as for a pay-per-call purchase of it.
-func (g Generation) Deadline(s GenSale) time.Duration {
-	switch s.Kind {
-	case GenSpeech:
-		return g.Speech.LateDeadline
-	case GenMusic:
-		return g.Music.Deadline(s.Seconds)
-	}
-	if m, ok := g.Video.Model(s.Model); ok {
-		return m.Deadline(s.Seconds)
-	}
-	return 0
+	return GenSale{Kind: mediakind.Video, Model: s.Model.ID, Seconds: s.Seconds, AspectRatio: ar, Price: s.Price}, nil
 }
 
 func ids(models []AudioModel) string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"conduit/internal/config"
+	"conduit/internal/mediakind"
 	"conduit/internal/money"
 )
 
@@ -36,12 +37,12 @@ func TestGenerationPrices(t *testing.T) {
 		want     money.Micros
 		model    string
 	}{
-		{GenRequest{Kind: GenSpeech, Text: strings.Repeat("a", 1000)}, true, money.Cents(42), "speech-v3"},
-		{GenRequest{Kind: GenSpeech, Text: "{{q}}"}, false, money.Cents(126), "speech-v3"},
-		{GenRequest{Kind: GenMusic, Text: "calm piano"}, true, money.Cents(8), "compose-1"},
-		{GenRequest{Kind: GenMusic, Seconds: 120, Text: "calm piano"}, true, money.Cents(12), "compose-1"},
-		{GenRequest{Kind: GenVideo, Text: "a boat"}, true, 420_000, "lumen-h3"},
-		{GenRequest{Kind: GenVideo, Model: "vista-3.1-lite", Seconds: 8, Text: "a boat"}, true, 900_000, "vista-3.1-lite"},
+		{GenRequest{Kind: mediakind.Speech, Text: strings.Repeat("a", 1000)}, true, money.Cents(42), "speech-v3"},
+		{GenRequest{Kind: mediakind.Speech, Text: "{{q}}"}, false, money.Cents(126), "speech-v3"},
+		{GenRequest{Kind: mediakind.Music, Text: "calm piano"}, true, money.Cents(8), "compose-1"},
+		{GenRequest{Kind: mediakind.Music, Seconds: 120, Text: "calm piano"}, true, money.Cents(12), "compose-1"},
+		{GenRequest{Kind: mediakind.Video, Text: "a boat"}, true, 420_000, "lumen-h3"},
+		{GenRequest{Kind: mediakind.Video, Model: "vista-3.1-lite", Seconds: 8, Text: "a boat"}, true, 900_000, "vista-3.1-lite"},
 	} {
 		s, err := g.Resolve(c.req, c.withText)
 		if err != nil || s.Price != c.want || s.Model != c.model {
@@ -57,14 +58,14 @@ func TestGenerationRefusalsNameTheField(t *testing.T) {
 		field string
 		msg   string
 	}{
-		{GenRequest{Kind: GenSpeech, Text: " "}, "text", "the text is empty"},
-		{GenRequest{Kind: GenSpeech, Text: strings.Repeat("a", 3001)}, "text", "3001 characters; a speech node takes at most 3000"},
-		{GenRequest{Kind: GenSpeech, Voice: "nobody", Text: "hi"}, "voice", `unknown voice "nobody"`},
-		{GenRequest{Kind: GenSpeech, Seconds: 5, Text: "hi"}, "seconds", "length follows its text"},
-		{GenRequest{Kind: GenMusic, Seconds: 45, Text: "x"}, "seconds", "compose-1 (the default) sells 15, 30, 60, 120 seconds, not 45"},
-		{GenRequest{Kind: GenMusic, Model: "kazoo", Text: "x"}, "model", `unknown music model "kazoo"`},
-		{GenRequest{Kind: GenVideo, AspectRatio: "4:3", Text: "x"}, "aspectRatio", "16:9 or 9:16"},
-		{GenRequest{Kind: GenVideo, Seconds: 7, Text: "x"}, "seconds", "sells 5, 10, 15 seconds, not 7"},
+		{GenRequest{Kind: mediakind.Speech, Text: " "}, "text", "the text is empty"},
+		{GenRequest{Kind: mediakind.Speech, Text: strings.Repeat("a", 3001)}, "text", "3001 characters; a speech node takes at most 3000"},
+		{GenRequest{Kind: mediakind.Speech, Voice: "nobody", Text: "hi"}, "voice", `unknown voice "nobody"`},
+		{GenRequest{Kind: mediakind.Speech, Seconds: 5, Text: "hi"}, "seconds", "length follows its text"},
+		{GenRequest{Kind: mediakind.Music, Seconds: 45, Text: "x"}, "seconds", "compose-1 (the default) sells 15, 30, 60, 120 seconds, not 45"},
+		{GenRequest{Kind: mediakind.Music, Model: "kazoo", Text: "x"}, "model", `unknown music model "kazoo"`},
+		{GenRequest{Kind: mediakind.Video, AspectRatio: "4:3", Text: "x"}, "aspectRatio", "16:9 or 9:16"},
+		{GenRequest{Kind: mediakind.Video, Seconds: 7, Text: "x"}, "seconds", "sells 5, 10, 15 seconds, not 7"},
 	} {
 		_, err := g.Resolve(c.req, true)
 		var fe *FieldError

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"conduit/internal/config"
+	"conduit/internal/mediakind"
 	"conduit/internal/money"
 )
 
@@ -82,7 +83,7 @@ func (c *VideoCatalog) Menu(endpoint, purchases string) VideoMenu {
 			"async":       "optional; true answers at once with the run's statusUrl instead of waiting",
 		},
 		Limits:      VideoLimits{MaxPromptChars: MaxPromptChars, Seconds: c.Lengths(), AspectRatio: config.AspectRatios},
-		Delivery:    delivery("clip", "video"),
+		Delivery:    delivery("clip", mediakind.Video),
 		AlreadyPaid: alreadyPaid(purchases),
 	}
 	for _, mod := range c.Models {
@@ -101,8 +102,11 @@ func (c *VideoCatalog) Menu(endpoint, purchases string) VideoMenu {
 
 const howToBuyNote = "The first call answers 402 with a Payment-Required challenge quoting the exact price; pay it and send the same request again with the payment-signature header. Nothing is settled for a request that fails validation."
 
-// delivery says how a paid call answers; field is the record's file URL.
-func delivery(what, field string) string {
+// delivery says how a paid call answers a kind: the record's file URL is
+// in the kind's file field.
+func delivery(what, kind string) string {
+	k, _ := mediakind.Of(kind)
+	field := k.FileField
 	return "A paid call answers 200 at once with an X-Status-Url header, sends a whitespace byte every 2 seconds while the " + what + " renders, then one JSON run record whose " + field + " field is the file's URL (use it exactly as given). " +
 		"Prefer: wait=N (at most 720) bounds the wait; async true or Prefer: respond-async answers at once. Poll the statusUrl for a run still rendering. A failed render is never charged and carries a retryUrl for one free retry."
 }
@@ -163,7 +167,7 @@ func (c *SpeechCatalog) Menu(endpoint, purchases string) SpeechMenu {
 			"model": "optional; a models[].id (default: the model flagged default)",
 			"async": "optional; true answers at once with the run's statusUrl instead of waiting",
 		},
-		Delivery:    delivery("speech", "audio"),
+		Delivery:    delivery("speech", mediakind.Speech),
 		AlreadyPaid: alreadyPaid(purchases),
 	}
 	m.Limits.MaxTextChars = c.MaxChars
@@ -226,7 +230,7 @@ func (c *MusicCatalog) Menu(endpoint, purchases string) MusicMenu {
 			"model":   "optional; a models[].id (default: the model flagged default)",
 			"async":   "optional; true answers at once with the run's statusUrl instead of waiting",
 		},
-		Delivery:    delivery("track", "audio"),
+		Delivery:    delivery("track", mediakind.Music),
 		AlreadyPaid: alreadyPaid(purchases),
 	}
 	m.Limits.MaxPromptChars, m.Limits.Seconds = c.MaxPromptChars, c.Lengths()

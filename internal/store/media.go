@@ -8,24 +8,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"conduit/internal/mediakind"
 	"conduit/internal/money"
 )
 
-// MediaRequest is a pay-per-call request as sold. Kinds use the fields
-// that apply to them.
-type MediaRequest struct {
-	Model       string `json:"model"`
-	Prompt      string `json:"prompt,omitempty"`
-	Seconds     int    `json:"seconds,omitempty"`
-	AspectRatio string `json:"aspectRatio,omitempty"`
-	ImageURL    string `json:"imageUrl,omitempty"`
-	// ImageKey is the fetched image in the blob store.
-	ImageKey string `json:"imageKey,omitempty"`
-	Voice    string `json:"voice,omitempty"`
-	Text     string `json:"text,omitempty"`
-	// Characters is what a speech run is priced by.
-	Characters int `json:"characters,omitempty"`
-}
+// MediaRequest is a render as sold, stored as JSON in media_runs.request.
+type MediaRequest = mediakind.Request
 
 // MediaRun is a row of media_runs.
 type MediaRun struct {
@@ -158,17 +146,30 @@ func insertMediaRun(ctx context.Context, tx pgx.Tx, account string, n NewMediaRu
 	return err
 }
 
+// RetryWhy says why a run cannot be retried; internal/paycall turns it
+// into the caller's refusal. The values travel in recorded workflow
+// histories (the render's admission): they never change.
+type RetryWhy string
+
+// Why a run cannot be retried.
+const (
+	RetryRendering    RetryWhy = "rendering"
+	RetryCollecting   RetryWhy = "collecting"
+	RetrySucceeded    RetryWhy = "succeeded"
+	RetryRetried      RetryWhy = "retried"
+	RetryNotFailed    RetryWhy = "not failed"
+	RetryInsufficient RetryWhy = "insufficient"
+)
+
 // RetryRefusal says why a failed run cannot be retried now.
 type RetryRefusal struct {
-	// Why is "rendering", "collecting", "succeeded", "retried" or
-	// "insufficient".
-	Why       string
+	Why       RetryWhy
 	RetriedBy string
 	Balance   money.Micros
 	Price     money.Micros
 }
 
-func (e *RetryRefusal) Error() string { return "retry refused: " + e.Why }
+func (e *RetryRefusal) Error() string { return "retry refused: " + string(e.Why) }
 
 // OpenRetryMediaRun records the one retry of a failed run: in one
 // transaction it checks the old run may be retried, holds the price from
@@ -194,26 +195,27 @@ func (s *Store) OpenRetryMediaRun(ctx context.Context, oldRunID string, n NewMed
 		n.Network, n.Payer, n.Transaction, n.Paid = old.Network, old.Payer, "", 0
 		err = insertMediaRun(ctx, tx, old.AccountID, n, oldRunID, &run)
 		if errors.Is(err, ErrInsufficientCredit) {
-			return &RetryRefusal{Why: "insufficient", Balance: old.Balance, Price: n.Price}
+			return &RetryRefusal{Why: RetryInsufficient, Balance: old.Balance, Price: n.Price}
 		}
 		return err
 	})
 	return run, err
 }
 
-// RetryBlocked says why a run cannot be retried ("" when it can).
-func RetryBlocked(r MediaRun) string {
+// RetryBlocked says why a run cannot be retried ("" when it can): only a
+// failed run, once. OpenRetryMediaRun checks it again under the row's lock.
+func RetryBlocked(r MediaRun) RetryWhy {
 	switch {
 	case r.RetriedBy != "":
-		return "retried"
+		return RetryRetried
 	case r.Status == "success":
-		return "succeeded"
+		return RetrySucceeded
 	case r.Status == "running" && r.Note != "":
-		return "collecting"
+		return RetryCollecting
 	case r.Status == "running":
-		return "rendering"
+		return RetryRendering
 	case !r.Failed():
-		return "not failed"
+		return RetryNotFailed
 	}
 	return ""
 }
