@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/enclaveops"
+	"conduit/internal/enclaves/lifecycle"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/store"
@@ -51,14 +51,14 @@ func (s *Server) stuckEnclaves(c *gin.Context) {
 			return
 		}
 	}
-	list, err := enclaveops.ListStuck(c.Request.Context(), s.deps.Temporal, s.deps.Config.Temporal.Namespace, d)
+	list, err := lifecycle.ListStuck(c.Request.Context(), s.deps.Temporal, s.deps.Config.Temporal.Namespace, d)
 	if err != nil {
 		logging.From(c.Request.Context()).Error("listing stuck enclaves failed", "err", err)
 		fail(c, errorf(http.StatusServiceUnavailable, "Temporal could not be asked now; try again shortly"))
 		return
 	}
 	if list == nil {
-		list = []enclaveops.Stuck{}
+		list = []lifecycle.Stuck{}
 	}
 	c.JSON(http.StatusOK, gin.H{"for": d.String(), "enclaves": list})
 }
@@ -69,8 +69,8 @@ func (s *Server) adminRetryEnclave(c *gin.Context) {
 	id := c.Param("id")
 	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Minute)
 	defer cancel()
-	st, err := enclaveops.Ask(ctx, s.deps.Temporal, id, workflows.EnclaveRetry)
-	if errors.Is(err, enclaveops.ErrEnded) {
+	st, err := lifecycle.Ask(ctx, s.deps.Temporal, id, workflows.EnclaveRetry)
+	if errors.Is(err, lifecycle.ErrEnded) {
 		e, rerr := s.deps.Store.Enclave(ctx, id)
 		switch {
 		case errors.Is(rerr, store.ErrNotFound):

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"conduit/internal/codec"
-	"conduit/internal/enclaveops"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/lifecycle"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/store"
@@ -285,13 +285,13 @@ func (s *Server) enclaveUpdate(a enclaves.Action, update string) gin.HandlerFunc
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		_, err := enclaveops.Ask(waitCtx, s.deps.Temporal, e.ID, update)
+		_, err := lifecycle.Ask(waitCtx, s.deps.Temporal, e.ID, update)
 		switch _, refused := errs.As(err); {
 		case err == nil:
 		case refused:
 			fail(c, err)
 			return
-		case errors.Is(err, enclaveops.ErrEnded):
+		case errors.Is(err, lifecycle.ErrEnded):
 			// The workflow ended between the read and the update.
 			if e, err = s.deps.Store.Enclave(ctx, e.ID); err == nil {
 				err = enclaves.Allowed(a, e.Status)
@@ -337,7 +337,7 @@ func (s *Server) enclaveLogs(c *gin.Context) {
 		}
 	}
 	if typ == "stepfunctions" || typ == "all" {
-		steps, err := enclaveops.History(c.Request.Context(), s.deps.Temporal, e.ID)
+		steps, err := lifecycle.History(c.Request.Context(), s.deps.Temporal, e.ID)
 		if err != nil {
 			logging.From(c.Request.Context()).Error("reading an enclave's history failed", "enclave", e.ID, "err", err)
 			fail(c, errorf(http.StatusServiceUnavailable, "the enclave's lifecycle history could not be read now; try again shortly"))

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
-	"conduit/internal/enclave"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 	"conduit/internal/store"
 )
@@ -211,7 +211,7 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)))
 	}
 	// The transition is an ecs entry; the stepfunctions log is this
-	// workflow's history, read from Temporal (enclaveops.History).
+	// workflow's history, read from Temporal (lifecycle.History).
 	logs := []store.EnclaveLog{{Type: "ecs", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("status %s → %s", orNone(from), to)}}
 	src := lc.providerSource()
 	if typ == "build" {
@@ -291,9 +291,9 @@ var errStopped = errors.New("the deployment was stopped by a terminate")
 
 // start prepares and deploys the image the record names; its error is the
 // reason the enclave fails.
-func (lc *lifecycle) start(ctx workflow.Context) (activities.Prepared, enclave.Instance, error) {
+func (lc *lifecycle) start(ctx workflow.Context) (activities.Prepared, provider.Instance, error) {
 	var prep activities.Prepared
-	var inst enclave.Instance
+	var inst provider.Instance
 	if err := lc.provision(ctx, ActEnclavePrepare, lc.in.ID, &prep); err != nil {
 		return prep, inst, errors.New("the image could not be prepared: " + cause(err))
 	}
@@ -332,7 +332,7 @@ func (lc *lifecycle) provision(ctx workflow.Context, act string, arg, out any) e
 }
 
 // running takes a started instance's public facts into the state.
-func (lc *lifecycle) running(inst enclave.Instance) {
+func (lc *lifecycle) running(inst provider.Instance) {
 	lc.st.Endpoint = inst.Addr
 	lc.st.WalletAddress = inst.EVMAddress
 	lc.st.PCRs = map[string]string{}
@@ -379,9 +379,9 @@ func (lc *lifecycle) watch(ctx workflow.Context) {
 		return // an update moved it meanwhile; look again next time
 	}
 	switch w.Status.Phase {
-	case enclave.PhaseExited:
+	case provider.PhaseExited:
 		lc.fail(ctx, "the application exited: "+w.Status.Detail)
-	case enclave.PhaseAbsent, enclave.PhasePrepared:
+	case provider.PhaseAbsent, provider.PhasePrepared:
 		lc.restart(ctx, was)
 	}
 }
