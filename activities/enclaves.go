@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,46 @@ func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
 		return err
 	}
 	return e.Store.ProjectEnclave(ctx, s.Projection)
+}
+
+// NewEnclave is the record an enclave's lifecycle writes as its first
+// step (its admission). Secrets arrive sealed: the plain registry
+// password and github token never enter workflow history.
+type NewEnclave struct {
+	ID      string
+	Account string
+	// Create is the validated request with its plain secrets cleared.
+	Create         enclaves.Create
+	RegistrySecret []byte
+	GitHubToken    []byte
+	Status         enclaves.Status
+	// AskedAt is when its creator asked: a lifecycle whose first step comes
+	// after its creator stopped waiting writes nothing (see
+	// workflows.EnclaveAdmitWithin).
+	AskedAt time.Time
+	// AdmitBy is the latest a new record may be written (zero: any time);
+	// the workflow sets it.
+	AdmitBy time.Time `json:",omitzero"`
+}
+
+// ErrEnclaveAdmitTooLate is the type of Open's refusal to write a record
+// after AdmitBy.
+const ErrEnclaveAdmitTooLate = "EnclaveAdmissionExpired"
+
+// Open writes the enclave's record and answers it; run again (the step
+// retried, or a worker died after it) it answers the record already
+// written. A record not yet written after AdmitBy is not written: its
+// creator has been told that nothing was made.
+func (e *Enclaves) Open(ctx context.Context, n NewEnclave) (enclaves.Enclave, error) {
+	rec, err := e.Store.Enclave(ctx, n.ID)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return rec, err
+	}
+	if !n.AdmitBy.IsZero() && time.Now().After(n.AdmitBy) {
+		return rec, temporal.NewNonRetryableApplicationError("the enclave was admitted after its creator stopped waiting; nothing was made", ErrEnclaveAdmitTooLate, nil)
+	}
+	return e.Store.CreateEnclave(ctx, store.NewEnclave{ID: n.ID, AccountID: n.Account, Create: n.Create,
+		RegistrySecret: n.RegistrySecret, GitHubToken: n.GitHubToken, Status: n.Status})
 }
 
 // Prepared is a measured image and how the record says to run it.

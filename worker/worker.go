@@ -110,7 +110,7 @@ func Registry(d Deps) []Queue {
 				workflows.ActEnclaveProject: e.Project, workflows.ActEnclavePrepare: e.Prepare, workflows.ActEnclaveDeploy: e.Deploy,
 				workflows.ActEnclavePause: e.Pause, workflows.ActEnclaveResume: e.Resume, workflows.ActEnclaveTerminate: e.Terminate,
 				workflows.ActEnclaveCopyLogs: e.CopyLogs, workflows.ActEnclaveWatch: e.Watch, workflows.ActEnclaveBuild: e.Build,
-				workflows.ActEnclaveAttest: e.Attest, workflows.ActEnclaveSign: e.Sign,
+				workflows.ActEnclaveAttest: e.Attest, workflows.ActEnclaveSign: e.Sign, workflows.ActEnclaveOpen: e.Open,
 			}})
 		// Scheduled tasks run against enclaves: their runs on their own
 		// queue, the sync with the enclave on the enclave's.

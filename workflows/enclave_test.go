@@ -28,6 +28,11 @@ type enclaveWorld struct {
 
 func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflowEnvironment)) EnclaveState {
 	t.Helper()
+	return w.runWith(t, EnclaveInput{ID: "enc_1", Account: "acct_1", Ref: "r/app:1", LogEvery: time.Second}, during)
+}
+
+func (w *enclaveWorld) runWith(t *testing.T, in EnclaveInput, during func(env *testsuite.TestWorkflowEnvironment)) EnclaveState {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	e := &activities.Enclaves{}
@@ -36,6 +41,7 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	env.RegisterActivityWithOptions((&activities.Tasks{}).SyncEnclave, activity.RegisterOptions{Name: ActEnclaveSyncTasks})
+	env.RegisterActivityWithOptions(e.Open, activity.RegisterOptions{Name: ActEnclaveOpen})
 	during(env) // first: its expectations win over the defaults below
 	env.OnActivity(ActEnclaveProject, mock.Anything, mock.Anything).Return(func(_ context.Context, s activities.EnclaveStep) error {
 		w.mu.Lock()
@@ -69,7 +75,7 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 		}
 		return activities.Watched{Status: st}, nil
 	})
-	env.ExecuteWorkflow(Enclave, EnclaveInput{ID: "enc_1", Account: "acct_1", Ref: "r/app:1", LogEvery: time.Second})
+	env.ExecuteWorkflow(Enclave, in)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}

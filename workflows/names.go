@@ -34,11 +34,14 @@ const (
 
 	// The media library: generation nodes' renders (on the render work
 	// queue, beside pay-per-call renders), and the steps of media-edit jobs.
-	ActGenerateMedia    = "GenerateMedia"
-	ActOpenMediaJob     = "OpenMediaJob"
-	ActRunMediaJob      = "RunMediaJob"
-	ActFinishMediaJob   = "FinishMediaJob"
-	ActEnclaveProject   = "EnclaveProject"
+	ActGenerateMedia  = "GenerateMedia"
+	ActOpenMediaJob   = "OpenMediaJob"
+	ActRunMediaJob    = "RunMediaJob"
+	ActFinishMediaJob = "FinishMediaJob"
+	ActEnclaveProject = "EnclaveProject"
+	// ActEnclaveOpen writes the record: the lifecycle's admission step
+	// (activities.Enclaves.Open).
+	ActEnclaveOpen      = "EnclaveOpen"
 	ActEnclavePrepare   = "EnclavePrepare"
 	ActEnclaveDeploy    = "EnclaveDeploy"
 	ActEnclavePause     = "EnclavePause"
@@ -80,4 +83,8 @@ const (
 	// ChangeEnclaveSyncTasks (Enclave): the enclave tells its
 	// tasks' schedules when it pauses, resumes or ends.
 	ChangeEnclaveSyncTasks = "enclave-sync-tasks"
+	// ChangeEnclaveAdmission (Enclave): the lifecycle admits itself
+	// (Update-with-Start); its first step, a local activity, writes the
+	// record, so no record exists without its workflow.
+	ChangeEnclaveAdmission = "enclave-admission"
 )

@@ -1,8 +1,11 @@
-// Package enclaveops asks enclave lifecycles things from outside: an update
-// (pause, resume, terminate, retry) answered with its real outcome, and the
-// operator's question "which enclaves are stuck building or deploying, and
-// why". Both read Temporal, where the lifecycle lives (workflows.Enclave);
-// the API, the CLI and the admin routes share them.
+// Package lifecycle drives enclaves from outside their workflow
+// (workflows.Enclave, where each lifecycle lives): creating one (the
+// workflow admits itself and writes the record), the caller's updates
+// (pause, resume, terminate, retry) answered with their real outcome,
+// attestation and signing (the agent lives with the provider in the
+// worker, so both are updates too), the logs, and the operator's question
+// "which enclaves are stuck building or deploying, and why". The API, the
+// CLI and the admin routes share it; Service is its front door.
 package lifecycle
 
 import (
@@ -21,6 +24,7 @@ import (
 
 	"conduit/internal/enclaves"
 	"conduit/internal/errs"
+	"conduit/internal/signer"
 	"conduit/workflows"
 )
 
@@ -33,27 +37,41 @@ var ErrEnded = errors.New("the enclave's lifecycle has ended")
 // "status"); it changed nothing.
 func Ask(ctx context.Context, c client.Client, id, update string) (workflows.EnclaveState, error) {
 	var st workflows.EnclaveState
-	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.EnclaveWorkflowID(id), UpdateName: update, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
+	return st, ask(ctx, c, id, update, nil, &st)
+}
+
+// ask is every question put to a lifecycle, with its answer decoded into
+// out, and the one place Temporal's answers become the domain's: the
+// lifecycle's refusal is a Conflict naming the state (Extra "status"), a
+// signing request the worker refused is Invalid, a lifecycle that has
+// ended is ErrEnded; anything else is returned wrapped (the caller
+// decides what an unreachable lifecycle means for it).
+func ask(ctx context.Context, c client.Client, id, update string, arg, out any) error {
+	opts := client.UpdateWorkflowOptions{WorkflowID: workflows.EnclaveWorkflowID(id), UpdateName: update, WaitForStage: client.WorkflowUpdateStageCompleted}
+	if arg != nil {
+		opts.Args = []any{arg}
+	}
+	h, err := c.UpdateWorkflow(ctx, opts)
 	if err == nil {
-		err = h.Get(ctx, &st)
+		err = h.Get(ctx, out)
 	}
 	var app *temporal.ApplicationError
 	var nf *serviceerror.NotFound
 	switch {
 	case err == nil:
-		return st, nil
+		return nil
 	case errors.As(err, &app) && app.Type() == workflows.ErrEnclaveConflict:
 		var cur string
 		_ = app.Details(&cur)
 		e := errs.Conflictf("%s", app.Message())
 		e.Extra = map[string]any{"status": cur}
-		return st, e
+		return e
+	case errors.As(err, &app) && app.Type() == signer.ErrTypeInvalid:
+		return errs.Invalidf("%s", app.Message())
 	case errors.As(err, &nf):
-		return st, ErrEnded
+		return ErrEnded
 	default:
-		return st, fmt.Errorf("asking enclave %s to %s: %w", id, update, err)
+		return fmt.Errorf("asking enclave %s to %s: %w", id, update, err)
 	}
 }
 
