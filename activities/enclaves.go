@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -100,33 +99,20 @@ type NewEnclave struct {
 	RegistrySecret []byte
 	GitHubToken    []byte
 	Status         enclaves.Status
-	// AskedAt is when its creator asked: a lifecycle whose first step comes
-	// after its creator stopped waiting writes nothing (see
-	// workflows.EnclaveAdmitWithin).
-	AskedAt time.Time
-	// AdmitBy is the latest a new record may be written (zero: any time);
-	// the workflow sets it.
-	AdmitBy time.Time `json:",omitzero"`
 }
 
-// ErrEnclaveAdmitTooLate is the type of Open's refusal to write a record
-// after AdmitBy.
-const ErrEnclaveAdmitTooLate = "EnclaveAdmissionExpired"
+// Record is the store's form of n.
+func (n NewEnclave) Record() store.NewEnclave {
+	return store.NewEnclave{ID: n.ID, AccountID: n.Account, Create: n.Create,
+		RegistrySecret: n.RegistrySecret, GitHubToken: n.GitHubToken, Status: n.Status}
+}
 
-// Open writes the enclave's record and answers it; run again (the step
-// retried, or a worker died after it) it answers the record already
-// written. A record not yet written after AdmitBy is not written: its
-// creator has been told that nothing was made.
-func (e *Enclaves) Open(ctx context.Context, n NewEnclave) (enclaves.Enclave, error) {
-	rec, err := e.Store.Enclave(ctx, n.ID)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return rec, err
-	}
-	if !n.AdmitBy.IsZero() && time.Now().After(n.AdmitBy) {
-		return rec, temporal.NewNonRetryableApplicationError("the enclave was admitted after its creator stopped waiting; nothing was made", ErrEnclaveAdmitTooLate, nil)
-	}
-	return e.Store.CreateEnclave(ctx, store.NewEnclave{ID: n.ID, AccountID: n.Account, Create: n.Create,
-		RegistrySecret: n.RegistrySecret, GitHubToken: n.GitHubToken, Status: n.Status})
+// Open writes the enclave's record; run again (the step retried, a worker
+// died after it, or the creator wrote it first) it keeps the record
+// already written.
+func (e *Enclaves) Open(ctx context.Context, n NewEnclave) error {
+	_, err := e.Store.CreateEnclave(ctx, n.Record())
+	return err
 }
 
 // Prepared is a measured image and how the record says to run it.

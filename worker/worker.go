@@ -120,8 +120,9 @@ func Registry(d Deps) []Queue {
 		}
 		queues[len(queues)-1].Activities[workflows.ActEnclaveSyncTasks] = t.SyncEnclave
 		queues = append(queues, Queue{Queue: workflows.TaskQueue,
-			Workflows:  map[string]any{workflows.WfTaskRun: workflows.TaskRun},
-			Activities: map[string]any{workflows.ActTaskCall: t.Call, workflows.ActTaskRecord: t.Record}})
+			Workflows: map[string]any{workflows.WfTaskRun: workflows.TaskRun, workflows.WfTaskAdmit: workflows.TaskAdmit},
+			Activities: map[string]any{workflows.ActTaskCall: t.Call, workflows.ActTaskRecord: t.Record,
+				workflows.ActTaskOpen: t.Open, workflows.ActTaskSchedule: t.Schedule, workflows.ActTaskWithdraw: t.Withdraw}})
 	}
 	return queues
 }

@@ -31,9 +31,6 @@ const (
 	// (a registry down) run again now: the SRE's "resume a stuck build".
 	EnclaveRetry = "retry"
 	EnclaveQuery = "state"
-	// EnclaveAdmit answers the admission of a new enclave with its record
-	// (the update its creator starts the workflow with).
-	EnclaveAdmit = "admit"
 )
 
 // Search attributes of enclave workflows.
@@ -136,7 +133,7 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 		return err
 	}
 	if in.Carried == nil && in.Admit != nil {
-		if ok, err := lc.admit(ctx); !ok || err != nil {
+		if err := lc.admit(ctx); err != nil {
 			return err
 		}
 	}
@@ -187,56 +184,23 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	return nil
 }
 
-// EnclaveAdmitWithin is how late a lifecycle may still write its record
-// after its creator asked. The creator waits 30 s for the answer and is
-// then told that nothing was made; a lifecycle whose workers were down
-// until later ends without writing, so that answer stays true.
-const EnclaveAdmitWithin = 20 * time.Second
-
-// admit writes the enclave's record as the lifecycle's first step and
-// answers the admission update with it; false means nothing was written
-// and the lifecycle ends. The record never exists without its workflow:
-// if the workflow cannot start nothing is written, and a creator that
-// dies after starting it leaves a lifecycle that still writes the record
-// and runs.
-func (lc *lifecycle) admit(ctx workflow.Context) (bool, error) {
-	var rec *enclaves.Enclave
-	var admitErr error
-	if err := workflow.SetUpdateHandler(ctx, EnclaveAdmit, func(ctx workflow.Context) (enclaves.Enclave, error) {
-		if err := workflow.Await(ctx, func() bool { return rec != nil || admitErr != nil }); err != nil {
-			return enclaves.Enclave{}, err
-		}
-		if admitErr != nil {
-			return enclaves.Enclave{}, admitErr
-		}
-		return *rec, nil
-	}); err != nil {
-		return false, err
-	}
+// admit writes the enclave's record as the lifecycle's first step (a
+// local activity), so the record never exists without its workflow: its
+// creator starts the workflow first and only then writes the same record
+// itself (so that it can answer at once, even while no worker runs; the
+// write is idempotent, whichever comes first). A creator that dies between
+// the two leaves a lifecycle that still writes the record and runs; one
+// whose start failed wrote nothing. The step retries until the database
+// takes it: a lifecycle without its record cannot go on.
+func (lc *lifecycle) admit(ctx workflow.Context) error {
 	if workflow.GetVersion(ctx, ChangeEnclaveAdmission, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return true, nil
+		return nil
 	}
-	// Let the creator read a refusal before the workflow ends.
-	refuse := func(err error) (bool, error) {
-		admitErr = err
-		_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-		return false, nil
-	}
-	// The step itself refuses to write the record too late, and still
-	// answers a record an earlier attempt of it wrote: judged here, a step
-	// run again after its worker died would leave that record without
-	// its lifecycle.
-	n := *lc.in.Admit
-	n.AdmitBy = n.AskedAt.Add(EnclaveAdmitWithin)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 10 * time.Second, ScheduleToCloseTimeout: EnclaveAdmitWithin, RetryPolicy: ShortRetry,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
 	})
-	var e enclaves.Enclave
-	if err := workflow.ExecuteLocalActivity(lctx, ActEnclaveOpen, n).Get(ctx, &e); err != nil {
-		return refuse(err)
-	}
-	rec = &e
-	return true, nil
+	return workflow.ExecuteLocalActivity(lctx, ActEnclaveOpen, *lc.in.Admit).Get(ctx, nil)
 }
 
 type lifecycle struct {

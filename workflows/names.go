@@ -17,6 +17,9 @@ const (
 	// WfPackPurchase grants a credit pack bought by card (pack/<session>).
 	WfPackPurchase = "PackPurchase"
 	WfTaskRun      = "TaskRun"
+	// WfTaskAdmit creates a task: its record, then its schedule
+	// (task_admit.go).
+	WfTaskAdmit = "TaskAdmit"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -56,8 +59,14 @@ const (
 	ActEnclaveSyncTasks = "EnclaveSyncTasks"
 
 	// Scheduled tasks: the call into the enclave and the run's record.
-	ActTaskCall      = "TaskCall"
-	ActTaskRecord    = "TaskRecord"
+	ActTaskCall   = "TaskCall"
+	ActTaskRecord = "TaskRecord"
+	// A task's admission: its record (activities.Tasks.Open), its schedule
+	// (Tasks.Schedule), and the record's removal when the schedule cannot
+	// be made (Tasks.Withdraw).
+	ActTaskOpen      = "TaskOpen"
+	ActTaskSchedule  = "TaskSchedule"
+	ActTaskWithdraw  = "TaskWithdraw"
 	ActEnclaveAttest = "EnclaveAttest"
 	ActEnclaveSign   = "EnclaveSign"
 )

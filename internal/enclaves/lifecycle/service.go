@@ -58,20 +58,16 @@ func (s *Service) List(ctx context.Context, account string) ([]enclaves.Enclave,
 	return s.Store.Enclaves(ctx, account)
 }
 
-// admitWait bounds how long a creator waits for the record to be written.
-const admitWait = 30 * time.Second
-
 // Create validates c, seals its secrets and starts the enclave's
-// lifecycle with its admission update (Update-with-Start): the
-// lifecycle's first step writes the record, which the update answers
-// (PENDING_DEPLOY, or PENDING_BUILD for a github source). Nothing is
-// written unless the lifecycle exists.
+// lifecycle, whose first step writes the record (PENDING_DEPLOY, or
+// PENDING_BUILD for a github source); the record is answered. Nothing is
+// written unless the lifecycle exists (workflows.Enclave, admit).
 func (s *Service) Create(ctx context.Context, account string, c enclaves.Create) (enclaves.Enclave, error) {
 	if err := c.ValidateFor(s.Providers); err != nil {
 		return enclaves.Enclave{}, err
 	}
 	id := store.NewEnclaveID()
-	n := activities.NewEnclave{ID: id, Account: account, Status: enclaves.PendingDeploy, AskedAt: time.Now()}
+	n := activities.NewEnclave{ID: id, Account: account, Status: enclaves.PendingDeploy}
 	if c.SourceType == enclaves.SourceGitHub {
 		n.Status = enclaves.PendingBuild
 		if !s.Builds {
@@ -107,25 +103,31 @@ func (s *Service) Create(ctx context.Context, account string, c enclaves.Create)
 	n.Create = c
 	in := workflows.EnclaveInput{ID: id, Account: account, Ref: c.ProviderConfig.DockerImage, Source: c.SourceType, Provider: c.ProviderID,
 		HeartbeatTimeout: s.HeartbeatTimeout, LogEvery: s.LogEvery, RetryMax: s.RetryMax, GiveUpAfter: s.GiveUpAfter, Admit: &n}
-	waitCtx, cancel := context.WithTimeout(ctx, admitWait)
-	defer cancel()
-	start := s.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.EnclaveWorkflowID(id), TaskQueue: workflows.EnclaveQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    workflows.EnclaveSearchAttributes(id, account, n.Status, time.Now()),
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, n.Status, time.Now()),
 	}, workflows.WfEnclave, in)
-	var rec enclaves.Enclave
-	h, err := s.Temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.EnclaveAdmit, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	if err == nil {
-		err = h.Get(waitCtx, &rec)
-	}
 	if err != nil {
-		logging.From(ctx).Error("an enclave could not be admitted", "enclave", id, "err", err)
-		return rec, &errs.Error{Kind: errs.Unavailable, Msg: "the enclave could not be started now; try again shortly", Extra: map[string]any{"id": id}}
+		// Nothing was written: the record comes only after its lifecycle.
+		logging.From(ctx).Error("starting an enclave's lifecycle failed", "enclave", id, "err", err)
+		return enclaves.Enclave{}, &errs.Error{Kind: errs.Unavailable, Msg: "the enclave could not be started now; try again shortly", Extra: map[string]any{"id": id}}
+	}
+	// The lifecycle's first step writes the same record; written here too,
+	// the answer and the record are there at once, even before a worker
+	// takes the lifecycle up.
+	rec, err := s.Store.CreateEnclave(ctx, n.Record())
+	if err != nil {
+		// The lifecycle writes it when it runs: the enclave is created.
+		logging.From(ctx).Warn("an enclave's record is left to its lifecycle", "enclave", id, "err", err)
+		now := time.Now()
+		rec = enclaves.Enclave{ID: id, AccountID: account, Name: c.Name, Description: c.Description, ProviderID: c.ProviderID,
+			Region: c.Region, ProviderConfig: *c.ProviderConfig, SourceType: c.SourceType, RegistryUsername: c.RegistryUsername,
+			Status: n.Status, CreatedAt: now, UpdatedAt: now}
+		if c.GitHub != nil {
+			rec.GitHub = enclaves.GitHubConnection{IsConnected: len(n.GitHubToken) > 0, Username: c.GitHub.Username,
+				SelectedRepo: c.GitHub.SelectedRepo, SelectedBranch: c.GitHub.SelectedBranch}
+		}
 	}
 	return rec, nil
 }
