@@ -39,6 +39,9 @@ func TestEnclaveSurvivesACrashBetweenAdmissionSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The record comes with the lifecycle's first step.
+	eventually(t, 30*time.Second, func() bool { return do(t, "GET", "/api/enclaves/"+id, key, nil).Status == http.StatusOK },
+		func() string { return "the lifecycle wrote no record" })
 	rec := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
 	if rec["name"] != "crashed" {
 		t.Fatalf("the record the lifecycle wrote: %v", rec)
