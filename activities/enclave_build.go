@@ -8,9 +8,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"conduit/internal/enclave"
-	"conduit/internal/enclave/build"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/build"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/store"
 )
 
@@ -24,7 +24,7 @@ type Built struct {
 }
 
 // Build clones the enclave's repository, builds its Go program into an
-// image and pushes it (internal/enclave/build), records the image on the
+// image and pushes it (internal/enclaves/build), records the image on the
 // enclave (the prepare step pulls it) and writes the build's output as
 // build log entries as it goes. The token is opened here, from the record:
 // it never travels through workflow history. Building the same commit
@@ -35,10 +35,10 @@ func (e *Enclaves) Build(ctx context.Context, id string) (Built, error) {
 		return Built{}, err
 	}
 	if rec.SourceType != enclaves.SourceGitHub {
-		return Built{}, enclave.Errorf(enclave.Permanent, "build", id, "the enclave's source is %q, not github: there is nothing to build", rec.SourceType)
+		return Built{}, provider.Errorf(provider.Permanent, "build", id, "the enclave's source is %q, not github: there is nothing to build", rec.SourceType)
 	}
 	if e.Builder == nil {
-		return Built{}, enclave.Errorf(enclave.Permanent, "build", id, "this worker cannot build: no build registry is configured (enclaves.build_registry)")
+		return Built{}, provider.Errorf(provider.Permanent, "build", id, "this worker cannot build: no build registry is configured (enclaves.build_registry)")
 	}
 	req := build.Request{ID: id, Repo: rec.GitHub.SelectedRepo, Branch: rec.GitHub.SelectedBranch, Username: rec.GitHub.Username}
 	sealed, err := e.Store.EnclaveGitHubToken(ctx, id)
@@ -47,11 +47,11 @@ func (e *Enclaves) Build(ctx context.Context, id string) (Built, error) {
 	}
 	if len(sealed) > 0 {
 		if e.Secrets == nil {
-			return Built{}, enclave.Errorf(enclave.Permanent, "build", id, "the github token cannot be opened: no secret key is configured")
+			return Built{}, provider.Errorf(provider.Permanent, "build", id, "the github token cannot be opened: no secret key is configured")
 		}
 		tok, err := e.Secrets.Open(sealed, enclaves.GitHubSecretPurpose(id))
 		if err != nil {
-			return Built{}, enclave.Wrap(enclave.Permanent, "build", id, err)
+			return Built{}, provider.Wrap(provider.Permanent, "build", id, err)
 		}
 		req.Token = string(tok)
 	}

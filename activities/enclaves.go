@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/codec"
-	"conduit/internal/enclave"
-	"conduit/internal/enclave/build"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/build"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 	"conduit/internal/signer"
 	"conduit/internal/store"
@@ -30,8 +30,8 @@ type Enclaves struct {
 	// Provider is the local provider; Providers every configured one by
 	// providerId. Each call goes to the provider the enclave's record names
 	// (Provider when Providers is nil).
-	Provider  enclave.Provider
-	Providers enclave.Providers
+	Provider  provider.Provider
+	Providers provider.Providers
 	// Secrets opens sealed registry credentials and github tokens (nil:
 	// none are kept).
 	Secrets *codec.Codec
@@ -53,7 +53,7 @@ type Enclaves struct {
 }
 
 // provider returns the provider the enclave's record names.
-func (e *Enclaves) provider(ctx context.Context, id string) (enclave.Provider, error) {
+func (e *Enclaves) provider(ctx context.Context, id string) (provider.Provider, error) {
 	if e.Providers == nil {
 		return e.Provider, nil
 	}
@@ -88,10 +88,37 @@ func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
 	return e.Store.ProjectEnclave(ctx, s.Projection)
 }
 
+// NewEnclave is the record an enclave's lifecycle writes as its first
+// step (its admission). Secrets arrive sealed: the plain registry
+// password and github token never enter workflow history.
+type NewEnclave struct {
+	ID      string
+	Account string
+	// Create is the validated request with its plain secrets cleared.
+	Create         enclaves.Create
+	RegistrySecret []byte
+	GitHubToken    []byte
+	Status         enclaves.Status
+}
+
+// Record is the store's form of n.
+func (n NewEnclave) Record() store.NewEnclave {
+	return store.NewEnclave{ID: n.ID, AccountID: n.Account, Create: n.Create,
+		RegistrySecret: n.RegistrySecret, GitHubToken: n.GitHubToken, Status: n.Status}
+}
+
+// Open writes the enclave's record; run again (the step retried, a worker
+// died after it, or the creator wrote it first) it keeps the record
+// already written.
+func (e *Enclaves) Open(ctx context.Context, n NewEnclave) error {
+	_, err := e.Store.CreateEnclave(ctx, n.Record())
+	return err
+}
+
 // Prepared is a measured image and how the record says to run it.
 type Prepared struct {
-	Image  enclave.Image
-	Config enclave.Config
+	Image  provider.Image
+	Config provider.Config
 }
 
 // Prepare pulls and measures the image the record names now (a PATCH
@@ -102,26 +129,26 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	src := enclave.Source{Ref: rec.ProviderConfig.DockerImage}
+	src := provider.Source{Ref: rec.ProviderConfig.DockerImage}
 	if rec.SourceType == enclaves.SourceGitHub {
 		// The image the build pushed (recorded by Build).
 		if rec.BuiltImage == "" {
-			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", id, "no image has been built for this enclave")
+			return Prepared{}, provider.Errorf(provider.Permanent, "prepare", id, "no image has been built for this enclave")
 		}
-		src = enclave.Source{Ref: rec.BuiltImage, Username: e.BuildAuth.Username, Password: e.BuildAuth.Password}
+		src = provider.Source{Ref: rec.BuiltImage, Username: e.BuildAuth.Username, Password: e.BuildAuth.Password}
 	}
-	cfg := enclave.Config{CPUCount: rec.ProviderConfig.CPUCount, MemoryMiB: rec.ProviderConfig.MemoryMiB}
+	cfg := provider.Config{CPUCount: rec.ProviderConfig.CPUCount, MemoryMiB: rec.ProviderConfig.MemoryMiB}
 	if rec.SourceType == enclaves.SourcePrivateRegistry {
 		sealed, err := e.Store.EnclaveSecret(ctx, id)
 		if err != nil {
 			return Prepared{}, err
 		}
 		if e.Secrets == nil || len(sealed) == 0 {
-			return Prepared{}, enclave.Errorf(enclave.Permanent, "prepare", id, "the registry credentials cannot be opened: no secret key is configured")
+			return Prepared{}, provider.Errorf(provider.Permanent, "prepare", id, "the registry credentials cannot be opened: no secret key is configured")
 		}
 		pw, err := e.Secrets.Open(sealed, enclaves.SecretPurpose(id))
 		if err != nil {
-			return Prepared{}, enclave.Wrap(enclave.Permanent, "prepare", id, err)
+			return Prepared{}, provider.Wrap(provider.Permanent, "prepare", id, err)
 		}
 		src.Username, src.Password = rec.RegistryUsername, string(pw)
 	}
@@ -147,15 +174,15 @@ func interrupted(ctx context.Context, err error) error {
 // DeployInput is a prepared image and how to run it.
 type DeployInput struct {
 	ID     string
-	Image  enclave.Image
-	Config enclave.Config
+	Image  provider.Image
+	Config provider.Config
 }
 
 // Deploy starts the instance (or answers the running one).
-func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance, error) {
+func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (provider.Instance, error) {
 	p, err := e.provider(ctx, in.ID)
 	if err != nil {
-		return enclave.Instance{}, err
+		return provider.Instance{}, err
 	}
 	stop := heartbeat(ctx)
 	defer stop()
@@ -166,7 +193,7 @@ func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (enclave.Instance
 // noteFailure records a failed attempt that will be retried on the
 // enclave's record, so the API shows why it is still deploying.
 func (e *Enclaves) noteFailure(ctx context.Context, id string, err error) error {
-	if err == nil || enclave.IsPermanent(err) {
+	if err == nil || provider.IsPermanent(err) {
 		return err
 	}
 	attempt := int(activity.GetInfo(ctx).Attempt)
@@ -239,7 +266,7 @@ func (e *Enclaves) CopyLogs(ctx context.Context, id string) (int, error) {
 // state at the provider.
 type Watched struct {
 	Copied int
-	Status enclave.Status
+	Status provider.Status
 }
 
 // Watch copies new application output and reports the instance's state.

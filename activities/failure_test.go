@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.temporal.io/sdk/temporal"
 
-	"conduit/internal/enclave"
+	"conduit/internal/enclaves/provider"
 )
 
 func TestClassify(t *testing.T) {
@@ -31,8 +31,8 @@ func TestClassify(t *testing.T) {
 		{"cannot connect", &pgconn.PgError{Code: "08006"}, false},
 		{"unencodable value", jsonErr, true},
 		{"plain error", errors.New("connection reset by peer"), false},
-		{"enclave: image missing", fmt.Errorf("deploying: %w", enclave.Errorf(enclave.Permanent, "prepare", "enc_1", "no such image")), true},
-		{"enclave: registry down", enclave.Errorf(enclave.Transient, "prepare", "enc_1", "connection refused"), false},
+		{"enclave: image missing", fmt.Errorf("deploying: %w", provider.Errorf(provider.Permanent, "prepare", "enc_1", "no such image")), true},
+		{"enclave: registry down", provider.Errorf(provider.Transient, "prepare", "enc_1", "connection refused"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := Classify(c.err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/enclaves"
 	"conduit/internal/store"
@@ -185,3 +186,43 @@ type TaskSync struct {
 func (a *Tasks) SyncEnclave(ctx context.Context, in TaskSync) (int, error) {
 	return a.Schedules.SyncEnclave(ctx, in.EnclaveID, in.Status)
 }
+
+// TaskOpen is the admission's first step: the task's record, written
+// until AdmitBy.
+type TaskOpen struct {
+	Task    tasks.Task
+	AdmitBy time.Time
+}
+
+// Error types of the task admission's steps.
+const (
+	// ErrTaskAdmitTooLate: the record was not written in time; nothing
+	// was made.
+	ErrTaskAdmitTooLate = "TaskAdmissionExpired"
+	// ErrTaskScheduleRefused: Temporal refused the schedule's spec; the
+	// record was removed.
+	ErrTaskScheduleRefused = "TaskScheduleRefused"
+)
+
+// Open writes the task's record (schedules.Service.Open).
+func (a *Tasks) Open(ctx context.Context, in TaskOpen) (tasks.Task, error) {
+	t, err := a.Schedules.Open(ctx, in.Task, in.AdmitBy)
+	if errors.Is(err, schedules.ErrAdmitTooLate) {
+		return t, temporal.NewNonRetryableApplicationError(err.Error(), ErrTaskAdmitTooLate, nil)
+	}
+	return t, err
+}
+
+// Schedule makes the schedule of the task Open wrote
+// (schedules.Service.Establish).
+func (a *Tasks) Schedule(ctx context.Context, id string) (tasks.Task, error) {
+	t, err := a.Schedules.Establish(ctx, id)
+	var refused *schedules.ErrScheduleRefused
+	if errors.As(err, &refused) {
+		return t, temporal.NewNonRetryableApplicationError(refused.Reason, ErrTaskScheduleRefused, nil)
+	}
+	return t, err
+}
+
+// Withdraw removes the record of a task whose schedule could not be made.
+func (a *Tasks) Withdraw(ctx context.Context, id string) error { return a.Schedules.Withdraw(ctx, id) }

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"conduit/internal/enclaveops"
+	"conduit/internal/enclaves/lifecycle"
 	"conduit/internal/temporalx"
 	"conduit/workflows"
 )
@@ -39,13 +39,13 @@ func enclaveCommand() Command {
 				if err := fs.Parse(args[1:]); err != nil {
 					return err
 				}
-				list, err := enclaveops.ListStuck(ctx, tc, env.Config.Temporal.Namespace, *d)
+				list, err := lifecycle.ListStuck(ctx, tc, env.Config.Temporal.Namespace, *d)
 				if err != nil {
 					return err
 				}
 				if *asJSON {
 					if list == nil {
-						list = []enclaveops.Stuck{}
+						list = []lifecycle.Stuck{}
 					}
 					return json.NewEncoder(env.Stdout).Encode(list)
 				}
@@ -54,8 +54,8 @@ func enclaveCommand() Command {
 				if len(args) != 2 {
 					return fmt.Errorf("usage: enclave resume <enclave id>")
 				}
-				st, err := enclaveops.Ask(ctx, tc, args[1], workflows.EnclaveRetry)
-				if errors.Is(err, enclaveops.ErrEnded) {
+				st, err := lifecycle.Ask(ctx, tc, args[1], workflows.EnclaveRetry)
+				if errors.Is(err, lifecycle.ErrEnded) {
 					return fmt.Errorf("enclave %s has no running lifecycle (it ended or does not exist)", args[1])
 				}
 				if err != nil {
@@ -71,7 +71,7 @@ func enclaveCommand() Command {
 	}
 }
 
-func printStuck(env *Env, list []enclaveops.Stuck, d time.Duration) error {
+func printStuck(env *Env, list []lifecycle.Stuck, d time.Duration) error {
 	if len(list) == 0 {
 		fmt.Fprintf(env.Stdout, "no enclave has been building or deploying for more than %s\n", d)
 		return nil

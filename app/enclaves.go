@@ -12,11 +12,11 @@ import (
 	"conduit/internal/attest"
 	"conduit/internal/codec"
 	"conduit/internal/config"
-	"conduit/internal/enclave"
-	"conduit/internal/enclave/build"
-	"conduit/internal/enclave/local"
-	"conduit/internal/enclave/nitro"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/build"
+	"conduit/internal/enclaves/provider"
+	"conduit/internal/enclaves/provider/local"
+	"conduit/internal/enclaves/provider/nitro"
 )
 
 // Enclaves is the enclave lifecycle's runtime: the provider the worker's
@@ -25,10 +25,10 @@ type Enclaves struct {
 	// Provider runs enclaves; the worker starts it on first use (a
 	// frontend-only process never needs bubblewrap), and a restarted
 	// worker keeps the same one.
-	Provider enclave.Provider
+	Provider provider.Provider
 	// Providers are every configured provider by providerId (the local
 	// one included), started with Provider; Offered what the API accepts.
-	Providers enclave.Providers
+	Providers provider.Providers
 	Offered   enclaves.Offered
 	// Secrets seals registry credentials (nil: private registries are
 	// refused).
@@ -88,7 +88,7 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	if err != nil {
 		return err
 	}
-	providers := enclave.Providers{enclaves.ProviderLocal: p}
+	providers := provider.Providers{enclaves.ProviderLocal: p}
 	if c.AWS.Enabled {
 		a := c.AWS
 		np, err := nitro.New(context.Background(), nitro.Options{

@@ -1,20 +1,14 @@
 package frontend
 
 import (
-	"context"
 	"crypto/subtle"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/enclaveops"
 	"conduit/internal/errs"
-	"conduit/internal/logging"
-	"conduit/internal/store"
-	"conduit/workflows"
 )
 
 // The operator routes (docs/operations.md): what `conduit enclave stuck`
@@ -30,7 +24,7 @@ func (s *Server) mountAdmin(r gin.IRoutes) {
 		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			c.Header("WWW-Authenticate", `Bearer realm="conduit-admin"`)
-			fail(c, errorf(http.StatusUnauthorized, "the operator routes need the admin token (admin.token) as a bearer token"))
+			fail(c, errs.Unauthorizedf("the operator routes need the admin token (admin.token) as a bearer token"))
 			return
 		}
 		c.Next()
@@ -51,14 +45,10 @@ func (s *Server) stuckEnclaves(c *gin.Context) {
 			return
 		}
 	}
-	list, err := enclaveops.ListStuck(c.Request.Context(), s.deps.Temporal, s.deps.Config.Temporal.Namespace, d)
+	list, err := s.enclaveService().Stuck(c.Request.Context(), d)
 	if err != nil {
-		logging.From(c.Request.Context()).Error("listing stuck enclaves failed", "err", err)
-		fail(c, errorf(http.StatusServiceUnavailable, "Temporal could not be asked now; try again shortly"))
+		fail(c, err)
 		return
-	}
-	if list == nil {
-		list = []enclaveops.Stuck{}
 	}
 	c.JSON(http.StatusOK, gin.H{"for": d.String(), "enclaves": list})
 }
@@ -67,22 +57,7 @@ func (s *Server) stuckEnclaves(c *gin.Context) {
 // be retried runs now; the answer is the lifecycle's state.
 func (s *Server) adminRetryEnclave(c *gin.Context) {
 	id := c.Param("id")
-	ctx, cancel := context.WithTimeout(c.Request.Context(), time.Minute)
-	defer cancel()
-	st, err := enclaveops.Ask(ctx, s.deps.Temporal, id, workflows.EnclaveRetry)
-	if errors.Is(err, enclaveops.ErrEnded) {
-		e, rerr := s.deps.Store.Enclave(ctx, id)
-		switch {
-		case errors.Is(rerr, store.ErrNotFound):
-			err = errs.NotFoundf("no enclave %s", id)
-		case rerr == nil:
-			err = errs.Conflictf("the enclave is %s; its lifecycle has ended", e.Status)
-		}
-	}
-	if _, known := errs.As(err); err != nil && !known {
-		logging.From(ctx).Error("retrying an enclave's step failed", "enclave", id, "err", err)
-		err = errorf(http.StatusServiceUnavailable, "the enclave could not be reached now; try again shortly")
-	}
+	st, err := s.enclaveService().RetryNow(c.Request.Context(), id)
 	if err != nil {
 		fail(c, err)
 		return

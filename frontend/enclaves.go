@@ -1,30 +1,23 @@
 package frontend
 
 import (
-	"context"
-	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"conduit/internal/codec"
-	"conduit/internal/enclaveops"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/lifecycle"
 	"conduit/internal/errs"
-	"conduit/internal/logging"
-	"conduit/internal/store"
-	"conduit/workflows"
 )
 
-// The enclave API (docs/enclaves.md). Each enclave's lifecycle is a
-// workflow (workflows.Enclave); the record these handlers read is its
-// projection, and pause, resume and terminate are its updates, so the
-// answer is the real outcome.
+// The enclave API (docs/enclaves.md). Each handler decodes, calls the
+// enclave service (internal/enclaves/lifecycle) and encodes; each
+// enclave's lifecycle is a workflow (workflows.Enclave), the record these
+// handlers answer is its projection, and pause, resume and terminate are
+// its updates, so the answer is the real outcome.
 
 // Enclaves is what the enclave routes need.
 type Enclaves struct {
@@ -45,6 +38,15 @@ type Enclaves struct {
 
 const enclaveKey = "conduit.enclave"
 
+// enclaveService is the enclave domain service on this server's
+// dependencies.
+func (s *Server) enclaveService() *lifecycle.Service {
+	d := s.deps.Enclaves
+	return &lifecycle.Service{Store: s.deps.Store, Temporal: s.deps.Temporal, Namespace: s.deps.Config.Temporal.Namespace,
+		Secrets: d.Secrets, Builds: d.Builds, Providers: d.Providers,
+		LogEvery: d.LogEvery, HeartbeatTimeout: d.HeartbeatTimeout, RetryMax: d.RetryMax, GiveUpAfter: d.GiveUpAfter}
+}
+
 func (s *Server) mountEnclaves(api *gin.RouterGroup, read, write, logs gin.HandlerFunc) {
 	g := api.Group("/enclaves", s.enclavesOn)
 	g.POST("", write, s.createEnclave)
@@ -53,17 +55,17 @@ func (s *Server) mountEnclaves(api *gin.RouterGroup, read, write, logs gin.Handl
 	one.GET("", read, s.getEnclave)
 	one.PATCH("", write, s.patchEnclave)
 	one.DELETE("", write, s.deleteEnclave)
-	one.POST("/pause", write, s.enclaveUpdate(enclaves.Pause, workflows.EnclavePause))
-	one.POST("/resume", write, s.enclaveUpdate(enclaves.Resume, workflows.EnclaveResume))
-	one.POST("/terminate", write, s.enclaveUpdate(enclaves.Terminate, workflows.EnclaveTerminate))
-	one.POST("/retry", write, s.enclaveUpdate(enclaves.Retry, workflows.EnclaveRetry))
+	one.POST("/pause", write, s.enclaveUpdate(enclaves.Pause))
+	one.POST("/resume", write, s.enclaveUpdate(enclaves.Resume))
+	one.POST("/terminate", write, s.enclaveUpdate(enclaves.Terminate))
+	one.POST("/retry", write, s.enclaveUpdate(enclaves.Retry))
 	one.GET("/logs", logs, s.enclaveLogs)
 	s.mountEnclaveSigning(one, read, write)
 }
 
 func (s *Server) enclavesOn(c *gin.Context) {
 	if !s.deps.Enclaves.Enabled {
-		fail(c, &APIError{Status: http.StatusServiceUnavailable, Message: "enclaves are not enabled on this deployment (enclaves.enabled)"})
+		fail(c, errs.Unavailablef("enclaves are not enabled on this deployment (enclaves.enabled)"))
 		return
 	}
 	c.Next()
@@ -71,14 +73,7 @@ func (s *Server) enclavesOn(c *gin.Context) {
 
 // loadEnclave resolves :id; another account's enclave is 404.
 func (s *Server) loadEnclave(c *gin.Context) {
-	id := c.Param("id")
-	e, err := s.deps.Store.Enclave(c.Request.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		err = enclaves.NotFound(id)
-	}
-	if err == nil {
-		e, err = enclaves.Owned(e, principal(c).AccountID)
-	}
+	e, err := s.enclaveService().Load(c.Request.Context(), principal(c).AccountID, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return
@@ -131,81 +126,27 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-// createEnclave: POST /api/enclaves. The record is written, then its
-// workflow started; the answer is 202 with the record (PENDING_DEPLOY,
-// or PENDING_BUILD for a github source).
+// createEnclave: POST /api/enclaves. The enclave's lifecycle admits
+// itself (its first step writes the record); the answer is 202 with the
+// record (PENDING_DEPLOY, or PENDING_BUILD for a github source).
 func (s *Server) createEnclave(c *gin.Context) {
-	ctx := c.Request.Context()
 	var body enclaves.Create
 	if err := decodeJSON(c, &body); err != nil {
 		fail(c, err)
 		return
 	}
-	if err := body.ValidateFor(s.deps.Enclaves.Providers); err != nil {
-		fail(c, err)
-		return
-	}
-	id := store.NewEnclaveID()
-	var sealed, token []byte
-	status := enclaves.PendingDeploy
-	if body.SourceType == enclaves.SourceGitHub {
-		status = enclaves.PendingBuild
-		if !s.deps.Enclaves.Builds {
-			fail(c, errs.Invalidf(`sourceType "github" is not available: no registry to push built images to is configured (enclaves.build_registry)`))
-			return
-		}
-		if body.GitHub.Token != "" {
-			if s.deps.Enclaves.Secrets == nil {
-				fail(c, errs.Invalidf(`githubConnection.token cannot be kept: no key to keep secrets is configured (enclaves.secret_keys); leave it out for a public repository`))
-				return
-			}
-			var err error
-			if token, err = s.deps.Enclaves.Secrets.Seal([]byte(body.GitHub.Token), enclaves.GitHubSecretPurpose(id)); err != nil {
-				fail(c, err)
-				return
-			}
-		}
-	}
-	if body.SourceType == enclaves.SourcePrivateRegistry {
-		sec := s.deps.Enclaves.Secrets
-		if sec == nil {
-			fail(c, errs.Invalidf(`sourceType "private-registry" is not available: no key to keep registry credentials is configured (enclaves.secret_keys)`))
-			return
-		}
-		var err error
-		if sealed, err = sec.Seal([]byte(body.RegistryPassword), enclaves.SecretPurpose(id)); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	account := principal(c).AccountID
-	e, err := s.deps.Store.CreateEnclave(ctx, store.NewEnclave{ID: id, AccountID: account, Create: body, RegistrySecret: sealed, GitHubToken: token, Status: status})
+	e, err := s.enclaveService().Create(c.Request.Context(), principal(c).AccountID, body)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	_, err = s.deps.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: workflows.EnclaveWorkflowID(id), TaskQueue: workflows.EnclaveQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, status, time.Now()),
-	}, workflows.WfEnclave, workflows.EnclaveInput{ID: id, Account: account, Ref: body.ProviderConfig.DockerImage, Source: body.SourceType, Provider: body.ProviderID,
-		HeartbeatTimeout: s.deps.Enclaves.HeartbeatTimeout, LogEvery: s.deps.Enclaves.LogEvery,
-		RetryMax: s.deps.Enclaves.RetryMax, GiveUpAfter: s.deps.Enclaves.GiveUpAfter})
-	if err != nil {
-		// No lifecycle runs for this record: it says so and can be deleted.
-		logging.From(ctx).Error("starting an enclave's workflow failed", "enclave", id, "err", err)
-		_ = s.deps.Store.ProjectEnclave(context.WithoutCancel(ctx), store.EnclaveProjection{ID: id, Status: enclaves.Failed,
-			ErrorMessage: "the enclave's lifecycle could not be started; delete it and create it again"})
-		fail(c, &APIError{Status: http.StatusServiceUnavailable, Message: "the enclave could not be started now; try again shortly", Extra: map[string]any{"id": id}})
-		return
-	}
-	c.Header("Location", s.url("/api/enclaves/"+id))
+	c.Header("Location", s.url("/api/enclaves/"+e.ID))
 	c.JSON(http.StatusAccepted, s.enclaveJSON(e))
 }
 
 // listEnclaves: GET /api/enclaves.
 func (s *Server) listEnclaves(c *gin.Context) {
-	es, err := s.deps.Store.Enclaves(c.Request.Context(), principal(c).AccountID)
+	es, err := s.enclaveService().List(c.Request.Context(), principal(c).AccountID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -223,30 +164,14 @@ func (s *Server) getEnclave(c *gin.Context) { c.JSON(http.StatusOK, s.enclaveJSO
 // patchEnclave: PATCH /api/enclaves/{id} {name?, description?,
 // providerConfig?}, only before deployment.
 func (s *Server) patchEnclave(c *gin.Context) {
-	e := currentEnclave(c)
 	var body enclaves.Patch
 	if err := decodeJSON(c, &body); err != nil {
 		fail(c, err)
 		return
 	}
-	if err := body.ValidateFor(e.SourceType); err != nil {
-		fail(c, err)
-		return
-	}
-	var allowed []enclaves.Status
-	for st := range enclaves.Transitions {
-		if enclaves.Allowed(enclaves.Update, st) == nil {
-			allowed = append(allowed, st)
-		}
-	}
-	slices.Sort(allowed)
-	e, changed, err := s.deps.Store.PatchEnclave(c.Request.Context(), e.ID, body, allowed)
+	e, err := s.enclaveService().Patch(c.Request.Context(), currentEnclave(c), body)
 	if err != nil {
 		fail(c, err)
-		return
-	}
-	if !changed {
-		fail(c, enclaves.Allowed(enclaves.Update, e.Status))
 		return
 	}
 	c.JSON(http.StatusOK, s.enclaveJSON(e))
@@ -254,56 +179,20 @@ func (s *Server) patchEnclave(c *gin.Context) {
 
 // deleteEnclave: DELETE /api/enclaves/{id}, only DESTROYED or FAILED.
 func (s *Server) deleteEnclave(c *gin.Context) {
-	e := currentEnclave(c)
-	ok, err := s.deps.Store.DeleteEnclave(c.Request.Context(), e.ID)
-	if err != nil {
+	if err := s.enclaveService().Delete(c.Request.Context(), currentEnclave(c)); err != nil {
 		fail(c, err)
-		return
-	}
-	if !ok {
-		if e, err = s.deps.Store.Enclave(c.Request.Context(), e.ID); err != nil {
-			fail(c, err)
-			return
-		}
-		fail(c, enclaves.Allowed(enclaves.Delete, e.Status))
 		return
 	}
 	c.Status(http.StatusNoContent)
 }
 
-// enclaveUpdate: POST /api/enclaves/{id}/pause|resume|terminate|retry. The
-// workflow's validator decides against the live state: a refusal is a 409
-// naming it, and nothing changes.
-func (s *Server) enclaveUpdate(a enclaves.Action, update string) gin.HandlerFunc {
+// enclaveUpdate: POST /api/enclaves/{id}/pause|resume|terminate|retry,
+// answered with the record after the lifecycle's update (409 naming the
+// state when it refused; nothing changed).
+func (s *Server) enclaveUpdate(a enclaves.Action) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		ctx := c.Request.Context()
-		e := currentEnclave(c)
-		if e.Status == enclaves.Destroyed || e.Status == enclaves.Failed {
-			// The lifecycle has ended: nothing is running to ask.
-			fail(c, enclaves.Allowed(a, e.Status))
-			return
-		}
-		waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		_, err := enclaveops.Ask(waitCtx, s.deps.Temporal, e.ID, update)
-		switch _, refused := errs.As(err); {
-		case err == nil:
-		case refused:
-			fail(c, err)
-			return
-		case errors.Is(err, enclaveops.ErrEnded):
-			// The workflow ended between the read and the update.
-			if e, err = s.deps.Store.Enclave(ctx, e.ID); err == nil {
-				err = enclaves.Allowed(a, e.Status)
-			}
-			fail(c, err)
-			return
-		default:
-			logging.From(ctx).Error("an enclave update failed", "enclave", e.ID, "update", update, "err", err)
-			fail(c, &APIError{Status: http.StatusServiceUnavailable, Message: "the enclave could not be reached now; try again shortly"})
-			return
-		}
-		if e, err = s.deps.Store.Enclave(ctx, e.ID); err != nil {
+		e, err := s.enclaveService().Act(c.Request.Context(), currentEnclave(c), a)
+		if err != nil {
 			fail(c, err)
 			return
 		}
@@ -315,38 +204,18 @@ func (s *Server) enclaveUpdate(a enclaves.Action, update string) gin.HandlerFunc
 func (s *Server) enclaveLogs(c *gin.Context) {
 	e := currentEnclave(c)
 	typ := c.DefaultQuery("logType", "all")
-	if typ != "all" && !slices.Contains(enclaves.LogTypes, typ) {
-		fail(c, errs.Invalidf("logType must be all, application, ecs, stepfunctions, lambda, build or errors"))
-		return
-	}
 	limit := enclaves.DefaultLogLimit
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > enclaves.MaxLogLimit {
-			fail(c, errs.Invalidf("limit must be a whole number from 1 to %d", enclaves.MaxLogLimit))
-			return
+		if err != nil {
+			n = 0 // refused by the service with the limit's range
 		}
 		limit = n
 	}
-	var logs []enclaves.LogEntry
-	var err error
-	if typ != "stepfunctions" {
-		if logs, err = s.deps.Store.EnclaveLogs(c.Request.Context(), e.ID, typ, limit); err != nil {
-			fail(c, err)
-			return
-		}
-	}
-	if typ == "stepfunctions" || typ == "all" {
-		steps, err := enclaveops.History(c.Request.Context(), s.deps.Temporal, e.ID)
-		if err != nil {
-			logging.From(c.Request.Context()).Error("reading an enclave's history failed", "enclave", e.ID, "err", err)
-			fail(c, errorf(http.StatusServiceUnavailable, "the enclave's lifecycle history could not be read now; try again shortly"))
-			return
-		}
-		logs = enclaves.Newest(append(logs, steps...), limit)
-	}
-	if logs == nil {
-		logs = []enclaves.LogEntry{}
+	logs, err := s.enclaveService().Logs(c.Request.Context(), e, typ, limit)
+	if err != nil {
+		fail(c, err)
+		return
 	}
 	c.JSON(http.StatusOK, gin.H{"enclaveId": e.ID, "logType": typ, "limit": limit, "logs": logs})
 }

@@ -17,8 +17,8 @@ import (
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
 	"conduit/internal/attest"
-	"conduit/internal/enclave/nitro"
-	"conduit/internal/enclave/nitro/awsfake"
+	"conduit/internal/enclaves/provider/nitro"
+	"conduit/internal/enclaves/provider/nitro/awsfake"
 )
 
 // TestEnclaveProviderNotConfigured: the harness runs the local provider only, so providerId

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"conduit/app/apptest"
-	"conduit/internal/enclave/local"
+	"conduit/internal/enclaves/provider/local"
 	"conduit/workflows"
 )
 

@@ -1,25 +1,20 @@
 package frontend
 
 import (
-	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/errs"
-	"conduit/internal/logging"
-	"conduit/internal/store"
 	"conduit/internal/tasks"
-	"conduit/internal/tasks/schedules"
-	"conduit/workflows"
+	"conduit/internal/tasks/manager"
 )
 
 // The scheduled-task API (docs/tasks.md). Each task is the Temporal
 // Schedule task/<id>; every firing is a TaskRun workflow. These handlers
-// validate, call the schedules service and answer from the record.
+// decode, call the task service (internal/tasks/manager) and encode.
 
 const taskKey = "conduit.task"
 
@@ -39,25 +34,20 @@ func (s *Server) mountTasks(api *gin.RouterGroup, read, write gin.HandlerFunc) {
 // tasksOn: tasks run on enclaves, so they are on where enclaves are.
 func (s *Server) tasksOn(c *gin.Context) {
 	if !s.deps.Enclaves.Enabled {
-		fail(c, &APIError{Status: http.StatusServiceUnavailable, Message: "scheduled tasks run on enclaves, which are not enabled on this deployment (enclaves.enabled)"})
+		fail(c, errs.Unavailablef("scheduled tasks run on enclaves, which are not enabled on this deployment (enclaves.enabled)"))
 		return
 	}
 	c.Next()
 }
 
-func (s *Server) schedules() *schedules.Service {
-	return &schedules.Service{Store: s.deps.Store, Temporal: s.deps.Temporal, Workflow: workflows.WfTaskRun, Queue: workflows.TaskQueue}
-}
+// taskService is the task domain service on this server's dependencies.
+func (s *Server) taskService() *manager.Service { return manager.New(s.deps.Store, s.deps.Temporal) }
 
 // loadTask resolves :id; another account's task is 404, a deleted one too
 // unless deleted is allowed.
 func (s *Server) loadTask(deleted bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		id := c.Param("id")
-		t, err := s.deps.Store.Task(c.Request.Context(), id)
-		if errors.Is(err, store.ErrNotFound) || err == nil && (t.AccountID != principal(c).AccountID || t.Deleted && !deleted) {
-			err = tasks.NotFound(id)
-		}
+		t, err := s.taskService().Load(c.Request.Context(), principal(c).AccountID, c.Param("id"), deleted)
 		if err != nil {
 			fail(c, err)
 			return
@@ -73,11 +63,7 @@ func currentTask(c *gin.Context) tasks.Task {
 }
 
 func (s *Server) taskJSON(c *gin.Context, t tasks.Task) gin.H {
-	next, err := s.schedules().NextRuns(c.Request.Context(), t)
-	if err != nil {
-		// The record still answers; its next runs are unknown for now.
-		logging.From(c.Request.Context()).Warn("a task's schedule could not be read", "task", t.ID, "err", err)
-	}
+	next := s.taskService().NextRuns(c.Request.Context(), t)
 	nextRuns := make([]string, len(next))
 	for i, n := range next {
 		nextRuns[i] = n.UTC().Format(time.RFC3339)
@@ -98,16 +84,16 @@ func (s *Server) taskJSON(c *gin.Context, t tasks.Task) gin.H {
 	}
 }
 
-// createTask: POST /api/tasks. The record and its schedule exist when it
-// answers 201: running on a DEPLOYED enclave, pending (schedule paused)
-// on one that is not yet.
+// createTask: POST /api/tasks. The task admits itself (its record, then
+// its schedule); both exist when it answers 201: running on a DEPLOYED
+// enclave, pending (schedule paused) on one that is not yet.
 func (s *Server) createTask(c *gin.Context) {
 	var body tasks.Create
 	if err := decodeJSON(c, &body); err != nil {
 		fail(c, err)
 		return
 	}
-	t, err := s.schedules().Create(c.Request.Context(), principal(c).AccountID, body)
+	t, err := s.taskService().Create(c.Request.Context(), principal(c).AccountID, body)
 	if err != nil {
 		fail(c, err)
 		return
@@ -118,12 +104,7 @@ func (s *Server) createTask(c *gin.Context) {
 
 // listTasks: GET /api/tasks?enclaveId=&status=.
 func (s *Server) listTasks(c *gin.Context) {
-	f := store.TaskFilter{EnclaveID: c.Query("enclaveId"), Status: tasks.Status(c.Query("status"))}
-	if f.Status != "" && !slices.Contains(tasks.Statuses, f.Status) {
-		fail(c, errs.Invalidf("status must be running, stopped, failed or pending"))
-		return
-	}
-	ts, err := s.deps.Store.Tasks(c.Request.Context(), principal(c).AccountID, f)
+	ts, err := s.taskService().List(c.Request.Context(), principal(c).AccountID, c.Query("enclaveId"), c.Query("status"))
 	if err != nil {
 		fail(c, err)
 		return
@@ -146,7 +127,7 @@ func (s *Server) patchTask(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	t, err := s.schedules().Update(c.Request.Context(), currentTask(c), body)
+	t, err := s.taskService().Update(c.Request.Context(), currentTask(c), body)
 	if err != nil {
 		fail(c, err)
 		return
@@ -156,7 +137,7 @@ func (s *Server) patchTask(c *gin.Context) {
 
 // deleteTask: DELETE /api/tasks/{id}: the schedule goes; the runs stay.
 func (s *Server) deleteTask(c *gin.Context) {
-	if err := s.schedules().Delete(c.Request.Context(), currentTask(c).ID); err != nil {
+	if err := s.taskService().Delete(c.Request.Context(), currentTask(c)); err != nil {
 		fail(c, err)
 		return
 	}
@@ -168,13 +149,7 @@ func (s *Server) deleteTask(c *gin.Context) {
 // is not DEPLOYED.
 func (s *Server) runTask(c *gin.Context) {
 	t := currentTask(c)
-	if t.Status == tasks.Pending {
-		e := errs.Conflictf("the task cannot run now: %s", t.StatusReason)
-		e.Extra = map[string]any{"status": string(t.Status)}
-		fail(c, e)
-		return
-	}
-	if err := s.schedules().Trigger(c.Request.Context(), t, ""); err != nil {
+	if err := s.taskService().Run(c.Request.Context(), t); err != nil {
 		fail(c, err)
 		return
 	}
@@ -187,18 +162,12 @@ func (s *Server) taskRuns(c *gin.Context) {
 	limit := 50
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			fail(c, errs.Invalidf("limit must be a whole number from 1 to 500"))
-			return
+		if err != nil {
+			n = 0 // refused by the service with the limit's range
 		}
 		limit = n
 	}
-	outcome := c.Query("outcome")
-	if outcome != "" && !slices.Contains(tasks.Outcomes, outcome) {
-		fail(c, errs.Invalidf("outcome must be success, failure, timeout or skipped"))
-		return
-	}
-	runs, err := s.deps.Store.TaskRuns(c.Request.Context(), t.ID, outcome, limit)
+	runs, err := s.taskService().Runs(c.Request.Context(), t, c.Query("outcome"), limit)
 	if err != nil {
 		fail(c, err)
 		return

@@ -110,7 +110,7 @@ func Registry(d Deps) []Queue {
 				workflows.ActEnclaveProject: e.Project, workflows.ActEnclavePrepare: e.Prepare, workflows.ActEnclaveDeploy: e.Deploy,
 				workflows.ActEnclavePause: e.Pause, workflows.ActEnclaveResume: e.Resume, workflows.ActEnclaveTerminate: e.Terminate,
 				workflows.ActEnclaveCopyLogs: e.CopyLogs, workflows.ActEnclaveWatch: e.Watch, workflows.ActEnclaveBuild: e.Build,
-				workflows.ActEnclaveAttest: e.Attest, workflows.ActEnclaveSign: e.Sign,
+				workflows.ActEnclaveAttest: e.Attest, workflows.ActEnclaveSign: e.Sign, workflows.ActEnclaveOpen: e.Open,
 			}})
 		// Scheduled tasks run against enclaves: their runs on their own
 		// queue, the sync with the enclave on the enclave's.
@@ -120,8 +120,9 @@ func Registry(d Deps) []Queue {
 		}
 		queues[len(queues)-1].Activities[workflows.ActEnclaveSyncTasks] = t.SyncEnclave
 		queues = append(queues, Queue{Queue: workflows.TaskQueue,
-			Workflows:  map[string]any{workflows.WfTaskRun: workflows.TaskRun},
-			Activities: map[string]any{workflows.ActTaskCall: t.Call, workflows.ActTaskRecord: t.Record}})
+			Workflows: map[string]any{workflows.WfTaskRun: workflows.TaskRun, workflows.WfTaskAdmit: workflows.TaskAdmit},
+			Activities: map[string]any{workflows.ActTaskCall: t.Call, workflows.ActTaskRecord: t.Record,
+				workflows.ActTaskOpen: t.Open, workflows.ActTaskSchedule: t.Schedule, workflows.ActTaskWithdraw: t.Withdraw}})
 	}
 	return queues
 }

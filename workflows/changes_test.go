@@ -18,12 +18,14 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeEnclaveResumableSteps": "enclave-resumable-steps",
 		"ChangeGitHubBuild":           "enclave-github-build",
 		"ChangeEnclaveSyncTasks":      "enclave-sync-tasks",
+		"ChangeEnclaveAdmission":      "enclave-admission",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
 		"ChangeEnclaveResumableSteps": ChangeEnclaveResumableSteps,
 		"ChangeGitHubBuild":           ChangeGitHubBuild,
 		"ChangeEnclaveSyncTasks":      ChangeEnclaveSyncTasks,
+		"ChangeEnclaveAdmission":      ChangeEnclaveAdmission,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
-	"conduit/internal/enclave"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 	"conduit/internal/store"
 )
@@ -70,6 +70,10 @@ type EnclaveInput struct {
 	GiveUpAfter time.Duration
 	// Carried is set when the workflow continued as new while running.
 	Carried *EnclaveState
+	// Admit is the record the lifecycle writes as its first step (nil in
+	// histories from before ChangeEnclaveAdmission, whose record the API
+	// wrote before starting it).
+	Admit *activities.NewEnclave `json:",omitempty"`
 }
 
 // EnclaveState is the live state the query answers.
@@ -128,6 +132,11 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	if err := lc.signingHandlers(ctx); err != nil {
 		return err
 	}
+	if in.Carried == nil && in.Admit != nil {
+		if err := lc.admit(ctx); err != nil {
+			return err
+		}
+	}
 
 	if in.Carried == nil {
 		if lc.builds(ctx) {
@@ -175,6 +184,25 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	return nil
 }
 
+// admit writes the enclave's record as the lifecycle's first step (a
+// local activity), so the record never exists without its workflow: its
+// creator starts the workflow first and only then writes the same record
+// itself (so that it can answer at once, even while no worker runs; the
+// write is idempotent, whichever comes first). A creator that dies between
+// the two leaves a lifecycle that still writes the record and runs; one
+// whose start failed wrote nothing. The step retries until the database
+// takes it: a lifecycle without its record cannot go on.
+func (lc *lifecycle) admit(ctx workflow.Context) error {
+	if workflow.GetVersion(ctx, ChangeEnclaveAdmission, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+	})
+	return workflow.ExecuteLocalActivity(lctx, ActEnclaveOpen, *lc.in.Admit).Get(ctx, nil)
+}
+
 type lifecycle struct {
 	in          EnclaveInput
 	st          EnclaveState
@@ -211,7 +239,7 @@ func (lc *lifecycle) move(ctx workflow.Context, to enclaves.Status, typ, msg str
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrEnclaveStatus.ValueSet(string(to)))
 	}
 	// The transition is an ecs entry; the stepfunctions log is this
-	// workflow's history, read from Temporal (enclaveops.History).
+	// workflow's history, read from Temporal (lifecycle.History).
 	logs := []store.EnclaveLog{{Type: "ecs", Source: EnclaveWorkflowID(lc.in.ID), Message: fmt.Sprintf("status %s → %s", orNone(from), to)}}
 	src := lc.providerSource()
 	if typ == "build" {
@@ -291,9 +319,9 @@ var errStopped = errors.New("the deployment was stopped by a terminate")
 
 // start prepares and deploys the image the record names; its error is the
 // reason the enclave fails.
-func (lc *lifecycle) start(ctx workflow.Context) (activities.Prepared, enclave.Instance, error) {
+func (lc *lifecycle) start(ctx workflow.Context) (activities.Prepared, provider.Instance, error) {
 	var prep activities.Prepared
-	var inst enclave.Instance
+	var inst provider.Instance
 	if err := lc.provision(ctx, ActEnclavePrepare, lc.in.ID, &prep); err != nil {
 		return prep, inst, errors.New("the image could not be prepared: " + cause(err))
 	}
@@ -332,7 +360,7 @@ func (lc *lifecycle) provision(ctx workflow.Context, act string, arg, out any) e
 }
 
 // running takes a started instance's public facts into the state.
-func (lc *lifecycle) running(inst enclave.Instance) {
+func (lc *lifecycle) running(inst provider.Instance) {
 	lc.st.Endpoint = inst.Addr
 	lc.st.WalletAddress = inst.EVMAddress
 	lc.st.PCRs = map[string]string{}
@@ -379,9 +407,9 @@ func (lc *lifecycle) watch(ctx workflow.Context) {
 		return // an update moved it meanwhile; look again next time
 	}
 	switch w.Status.Phase {
-	case enclave.PhaseExited:
+	case provider.PhaseExited:
 		lc.fail(ctx, "the application exited: "+w.Status.Detail)
-	case enclave.PhaseAbsent, enclave.PhasePrepared:
+	case provider.PhaseAbsent, provider.PhasePrepared:
 		lc.restart(ctx, was)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"conduit/activities"
-	"conduit/internal/enclave"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/provider"
 )
 
 // runGitHub runs a github-sourced enclave's lifecycle with the build
@@ -43,14 +43,14 @@ func runGitHub(t *testing.T, build func(context.Context, string) (activities.Bui
 		builds++
 		return build(ctx, id)
 	})
-	env.OnActivity(ActEnclavePrepare, mock.Anything, mock.Anything).Return(activities.Prepared{Image: enclave.Image{Ref: "r/builds/o/a@sha256:ab"}}, nil)
-	env.OnActivity(ActEnclaveDeploy, mock.Anything, mock.Anything).Return(func(context.Context, activities.DeployInput) (enclave.Instance, error) {
+	env.OnActivity(ActEnclavePrepare, mock.Anything, mock.Anything).Return(activities.Prepared{Image: provider.Image{Ref: "r/builds/o/a@sha256:ab"}}, nil)
+	env.OnActivity(ActEnclaveDeploy, mock.Anything, mock.Anything).Return(func(context.Context, activities.DeployInput) (provider.Instance, error) {
 		deploys++
-		return enclave.Instance{Addr: "127.0.0.1:1"}, nil
+		return provider.Instance{Addr: "127.0.0.1:1"}, nil
 	})
 	env.OnActivity(ActEnclaveTerminate, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(ActEnclaveCopyLogs, mock.Anything, mock.Anything).Return(0, nil)
-	env.OnActivity(ActEnclaveWatch, mock.Anything, mock.Anything).Return(activities.Watched{Status: enclave.Status{Phase: enclave.PhaseRunning}}, nil)
+	env.OnActivity(ActEnclaveWatch, mock.Anything, mock.Anything).Return(activities.Watched{Status: provider.Status{Phase: provider.PhaseRunning}}, nil)
 	terminateAt(env, 30*time.Second, t)
 	env.ExecuteWorkflow(Enclave, EnclaveInput{ID: "enc_1", Account: "acct_1", Source: enclaves.SourceGitHub, LogEvery: time.Second})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -90,7 +90,7 @@ func TestEnclaveBuildsThenDeploys(t *testing.T) {
 func TestEnclaveBuildFails(t *testing.T) {
 	st, notes, deploys := runGitHub(t, func(_ context.Context, id string) (activities.Built, error) {
 		// As activities.Classify hands a permanent build error to Temporal.
-		err := enclave.Errorf(enclave.Permanent, "build", id, "go build failed: undefined: x")
+		err := provider.Errorf(provider.Permanent, "build", id, "go build failed: undefined: x")
 		return activities.Built{}, activities.Classify(err)
 	})
 	if got := statusList(st); got != "PENDING_BUILD BUILDING BUILD_FAILED PENDING_DESTROY DESTROYING DESTROYED" || deploys != 0 {

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"conduit/activities"
-	"conduit/internal/enclave"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/signer"
 )
 
@@ -32,7 +32,7 @@ func TestEnclaveSigningUpdates(t *testing.T) {
 	}
 	env.OnActivity(ActEnclaveProject, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(ActEnclavePrepare, mock.Anything, mock.Anything).Return(activities.Prepared{}, nil)
-	env.OnActivity(ActEnclaveDeploy, mock.Anything, mock.Anything).After(time.Minute).Return(enclave.Instance{Addr: "127.0.0.1:1", EVMAddress: "0xabc"}, nil)
+	env.OnActivity(ActEnclaveDeploy, mock.Anything, mock.Anything).After(time.Minute).Return(provider.Instance{Addr: "127.0.0.1:1", EVMAddress: "0xabc"}, nil)
 	env.OnActivity(ActEnclaveCopyLogs, mock.Anything, mock.Anything).Return(0, nil)
 	env.OnActivity(ActEnclavePause, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(ActEnclaveTerminate, mock.Anything, mock.Anything).Return(nil)

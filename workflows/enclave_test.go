@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"conduit/activities"
-	"conduit/internal/enclave"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/provider"
 )
 
 // enclaveWorld plays the activities of one enclave's lifecycle: a provider
@@ -21,12 +21,17 @@ import (
 type enclaveWorld struct {
 	mu       sync.Mutex
 	deploys  int
-	phase    enclave.Phase // what Watch reports
+	phase    provider.Phase // what Watch reports
 	statuses []enclaves.Status
 	notes    []string
 }
 
 func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflowEnvironment)) EnclaveState {
+	t.Helper()
+	return w.runWith(t, EnclaveInput{ID: "enc_1", Account: "acct_1", Ref: "r/app:1", LogEvery: time.Second}, during)
+}
+
+func (w *enclaveWorld) runWith(t *testing.T, in EnclaveInput, during func(env *testsuite.TestWorkflowEnvironment)) EnclaveState {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -36,6 +41,7 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	env.RegisterActivityWithOptions((&activities.Tasks{}).SyncEnclave, activity.RegisterOptions{Name: ActEnclaveSyncTasks})
+	env.RegisterActivityWithOptions(e.Open, activity.RegisterOptions{Name: ActEnclaveOpen})
 	during(env) // first: its expectations win over the defaults below
 	env.OnActivity(ActEnclaveProject, mock.Anything, mock.Anything).Return(func(_ context.Context, s activities.EnclaveStep) error {
 		w.mu.Lock()
@@ -48,13 +54,13 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 		}
 		return nil
 	})
-	env.OnActivity(ActEnclavePrepare, mock.Anything, mock.Anything).Return(activities.Prepared{Image: enclave.Image{Ref: "r/app:1", ManifestDigest: "sha256:ab"}}, nil)
-	env.OnActivity(ActEnclaveDeploy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeployInput) (enclave.Instance, error) {
+	env.OnActivity(ActEnclavePrepare, mock.Anything, mock.Anything).Return(activities.Prepared{Image: provider.Image{Ref: "r/app:1", ManifestDigest: "sha256:ab"}}, nil)
+	env.OnActivity(ActEnclaveDeploy, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.DeployInput) (provider.Instance, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.deploys++
-		w.phase = enclave.PhaseRunning
-		return enclave.Instance{ID: in.ID, Addr: "127.0.0.1:" + string(rune('0'+w.deploys)), EVMAddress: "0xabc"}, nil
+		w.phase = provider.PhaseRunning
+		return provider.Instance{ID: in.ID, Addr: "127.0.0.1:" + string(rune('0'+w.deploys)), EVMAddress: "0xabc"}, nil
 	})
 	env.OnActivity(ActEnclavePause, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(ActEnclaveTerminate, mock.Anything, mock.Anything).Return(nil)
@@ -63,13 +69,13 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 	env.OnActivity(ActEnclaveWatch, mock.Anything, mock.Anything).Return(func(context.Context, string) (activities.Watched, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		st := enclave.Status{Phase: w.phase}
-		if w.phase == enclave.PhaseExited {
+		st := provider.Status{Phase: w.phase}
+		if w.phase == provider.PhaseExited {
 			st.ExitCode, st.Detail = 2, "exit status 2"
 		}
 		return activities.Watched{Status: st}, nil
 	})
-	env.ExecuteWorkflow(Enclave, EnclaveInput{ID: "enc_1", Account: "acct_1", Ref: "r/app:1", LogEvery: time.Second})
+	env.ExecuteWorkflow(Enclave, in)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}
@@ -84,7 +90,7 @@ func (w *enclaveWorld) run(t *testing.T, during func(env *testsuite.TestWorkflow
 	return st
 }
 
-func (w *enclaveWorld) set(p enclave.Phase) {
+func (w *enclaveWorld) set(p provider.Phase) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.phase = p
@@ -104,7 +110,7 @@ func TestEnclaveRestartsALostInstance(t *testing.T) {
 	w := &enclaveWorld{}
 	var mid EnclaveState
 	st := w.run(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.RegisterDelayedCallback(func() { w.set(enclave.PhaseAbsent) }, 10*time.Second)
+		env.RegisterDelayedCallback(func() { w.set(provider.PhaseAbsent) }, 10*time.Second)
 		env.RegisterDelayedCallback(func() {
 			q, err := env.QueryWorkflow(EnclaveQuery)
 			if err == nil {
@@ -135,13 +141,13 @@ func TestEnclaveRestartsALostPausedInstancePaused(t *testing.T) {
 	w.run(t, func(env *testsuite.TestWorkflowEnvironment) {
 		env.OnActivity(ActEnclavePause, mock.Anything, mock.Anything).Return(func(context.Context, string) error {
 			paused++
-			w.set(enclave.PhasePaused)
+			w.set(provider.PhasePaused)
 			return nil
 		})
 		env.RegisterDelayedCallback(func() {
 			env.UpdateWorkflow(EnclavePause, "pause", &testsuite.TestUpdateCallback{OnReject: func(err error) { t.Errorf("pause: %v", err) }})
 		}, 5*time.Second)
-		env.RegisterDelayedCallback(func() { w.set(enclave.PhaseAbsent) }, 10*time.Second)
+		env.RegisterDelayedCallback(func() { w.set(provider.PhaseAbsent) }, 10*time.Second)
 		terminateAt(env, 40*time.Second, t)
 	})
 	if w.deploys != 2 || paused != 2 {
@@ -154,7 +160,7 @@ func TestEnclaveRestartsALostPausedInstancePaused(t *testing.T) {
 func TestEnclaveFailsWhenTheApplicationExits(t *testing.T) {
 	w := &enclaveWorld{}
 	st := w.run(t, func(env *testsuite.TestWorkflowEnvironment) {
-		env.RegisterDelayedCallback(func() { w.set(enclave.PhaseExited) }, 10*time.Second)
+		env.RegisterDelayedCallback(func() { w.set(provider.PhaseExited) }, 10*time.Second)
 	})
 	if st.Status != enclaves.Failed || !strings.Contains(st.ErrorMessage, "the application exited: exit status 2") || w.deploys != 1 {
 		t.Fatalf("final %+v after %d deploys", st, w.deploys)

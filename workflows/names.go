@@ -17,6 +17,9 @@ const (
 	// WfPackPurchase grants a credit pack bought by card (pack/<session>).
 	WfPackPurchase = "PackPurchase"
 	WfTaskRun      = "TaskRun"
+	// WfTaskAdmit creates a task: its record, then its schedule
+	// (task_admit.go).
+	WfTaskAdmit = "TaskAdmit"
 
 	ActRecordPing    = "RecordPing"
 	ActOpenRun       = "OpenRun"
@@ -34,11 +37,14 @@ const (
 
 	// The media library: generation nodes' renders (on the render work
 	// queue, beside pay-per-call renders), and the steps of media-edit jobs.
-	ActGenerateMedia    = "GenerateMedia"
-	ActOpenMediaJob     = "OpenMediaJob"
-	ActRunMediaJob      = "RunMediaJob"
-	ActFinishMediaJob   = "FinishMediaJob"
-	ActEnclaveProject   = "EnclaveProject"
+	ActGenerateMedia  = "GenerateMedia"
+	ActOpenMediaJob   = "OpenMediaJob"
+	ActRunMediaJob    = "RunMediaJob"
+	ActFinishMediaJob = "FinishMediaJob"
+	ActEnclaveProject = "EnclaveProject"
+	// ActEnclaveOpen writes the record: the lifecycle's admission step
+	// (activities.Enclaves.Open).
+	ActEnclaveOpen      = "EnclaveOpen"
 	ActEnclavePrepare   = "EnclavePrepare"
 	ActEnclaveDeploy    = "EnclaveDeploy"
 	ActEnclavePause     = "EnclavePause"
@@ -53,8 +59,14 @@ const (
 	ActEnclaveSyncTasks = "EnclaveSyncTasks"
 
 	// Scheduled tasks: the call into the enclave and the run's record.
-	ActTaskCall      = "TaskCall"
-	ActTaskRecord    = "TaskRecord"
+	ActTaskCall   = "TaskCall"
+	ActTaskRecord = "TaskRecord"
+	// A task's admission: its record (activities.Tasks.Open), its schedule
+	// (Tasks.Schedule), and the record's removal when the schedule cannot
+	// be made (Tasks.Withdraw).
+	ActTaskOpen      = "TaskOpen"
+	ActTaskSchedule  = "TaskSchedule"
+	ActTaskWithdraw  = "TaskWithdraw"
 	ActEnclaveAttest = "EnclaveAttest"
 	ActEnclaveSign   = "EnclaveSign"
 )
@@ -80,4 +92,8 @@ const (
 	// ChangeEnclaveSyncTasks (Enclave): the enclave tells its
 	// tasks' schedules when it pauses, resumes or ends.
 	ChangeEnclaveSyncTasks = "enclave-sync-tasks"
+	// ChangeEnclaveAdmission (Enclave): the lifecycle admits itself
+	// (Update-with-Start); its first step, a local activity, writes the
+	// record, so no record exists without its workflow.
+	ChangeEnclaveAdmission = "enclave-admission"
 )

@@ -59,6 +59,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(MediaEdit, workflow.RegisterOptions{Name: WfMediaEdit})
 			r.RegisterWorkflowWithOptions(Enclave, workflow.RegisterOptions{Name: WfEnclave})
 			r.RegisterWorkflowWithOptions(TaskRun, workflow.RegisterOptions{Name: WfTaskRun})
+			r.RegisterWorkflowWithOptions(TaskAdmit, workflow.RegisterOptions{Name: WfTaskAdmit})
 			r.RegisterWorkflowWithOptions(PackPurchase, workflow.RegisterOptions{Name: WfPackPurchase})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
 				t.Fatal(err)

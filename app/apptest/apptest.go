@@ -31,8 +31,8 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/pg"
-	"conduit/internal/enclave/build/gittest"
-	"conduit/internal/enclave/local"
+	"conduit/internal/enclaves/build/gittest"
+	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/logging"
 	"conduit/worker"
 )

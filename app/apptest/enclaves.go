@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"conduit/internal/enclave/enclavetest"
+	"conduit/internal/enclaves/provider/providertest"
 )
 
 // RequireEnclaves fails a test that needs the enclave provider when the
@@ -38,9 +38,9 @@ func (e *Env) PushEnclaveApp(t testing.TB, repo, tag string) string {
 // (e.g. a private one a test started) with auth.
 func PushEnclaveApp(t testing.TB, host, repo, tag string, auth authn.Authenticator) string {
 	t.Helper()
-	l := enclavetest.Layer(t,
-		enclavetest.Entry{Name: "app/", Type: tar.TypeDir, Mode: 0o755},
-		enclavetest.Entry{Name: "app/server", Type: tar.TypeReg, Mode: 0o755, Body: enclavetest.App(t)})
+	l := providertest.Layer(t,
+		providertest.Entry{Name: "app/", Type: tar.TypeDir, Mode: 0o755},
+		providertest.Entry{Name: "app/server", Type: tar.TypeReg, Mode: 0o755, Body: providertest.App(t)})
 	img, err := mutate.AppendLayers(empty.Image, l)
 	if err != nil {
 		t.Fatal(err)

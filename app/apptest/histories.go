@@ -52,7 +52,7 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp', 'MediaEdit', 'Enclave', 'TaskRun', 'PackPurchase')", PageSize: 500, NextPageToken: token,
+			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp', 'MediaEdit', 'Enclave', 'TaskRun', 'TaskAdmit', 'PackPurchase')", PageSize: 500, NextPageToken: token,
 		})
 		if err != nil {
 			return err

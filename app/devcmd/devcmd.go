@@ -26,7 +26,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/devstack"
 	"conduit/internal/devstack/apt"
-	"conduit/internal/enclave/local"
+	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/payments"
 )
 

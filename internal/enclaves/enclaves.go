@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"conduit/internal/enclave/build"
+	"conduit/internal/enclaves/build"
 	"conduit/internal/errs"
 )
 

@@ -14,14 +14,14 @@ import (
 	"github.com/gagliardetto/solana-go"
 
 	"conduit/internal/attest"
-	"conduit/internal/enclave"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 )
 
 // Agent is the enclave signer on the side of the provider (the worker): it asks the enclave's
 // agent for a document, verifies it, and only then has the enclave sign.
 type Agent struct {
-	Provider enclave.Provider
+	Provider provider.Provider
 	// Root is the root the provider's documents chain to: the local authority's root for the local
 	// provider; nil means the AWS Nitro root.
 	Root *x509.Certificate
@@ -150,13 +150,13 @@ func (a *Agent) Sign(ctx context.Context, id string, pcrs map[int][]byte, r Requ
 		return out, nil
 	}
 	switch r.Key() {
-	case enclave.KeyEVM:
+	case provider.KeyEVM:
 		addr, err := ev.Report.EVMAddress()
 		if err != nil {
 			return out, errs.Invalidf("the enclave cannot sign for the EVM: %v", err)
 		}
 		out.Signer = addr.Hex()
-	case enclave.KeySolana:
+	case provider.KeySolana:
 		key, err := ev.Report.SolanaPublicKey()
 		if err != nil {
 			return out, errs.Invalidf("the enclave cannot sign for Solana: %v", err)
@@ -185,7 +185,7 @@ func (a *Agent) Sign(ctx context.Context, id string, pcrs map[int][]byte, r Requ
 // checkSignature checks sig against the key the verified report binds.
 func checkSignature(rep attest.Report, r Request, sig []byte) error {
 	switch r.Key() {
-	case enclave.KeyEVM:
+	case provider.KeyEVM:
 		want, err := rep.EVMAddress()
 		if err != nil {
 			return err

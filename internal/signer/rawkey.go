@@ -11,7 +11,7 @@ import (
 	"github.com/gagliardetto/solana-go"
 	"github.com/mr-tron/base58"
 
-	"conduit/internal/enclave"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 )
 
@@ -87,7 +87,7 @@ func (k RawKey) Sign(r Request) (sig []byte, signer string, index int, err error
 		return nil, "", 0, err
 	}
 	switch r.Key() {
-	case enclave.KeyEVM:
+	case provider.KeyEVM:
 		if k.EVM == nil {
 			return nil, "", 0, errs.Invalidf("the raw-key signer has no EVM key")
 		}

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"conduit/internal/attest"
-	"conduit/internal/enclave"
 	"conduit/internal/enclaves"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 )
 
@@ -73,16 +73,16 @@ type Request struct {
 }
 
 // Key is the enclave key a purpose signs with.
-func (r Request) Key() enclave.KeyKind {
+func (r Request) Key() provider.KeyKind {
 	if r.Purpose == PurposeEVMHash {
-		return enclave.KeyEVM
+		return provider.KeyEVM
 	}
-	return enclave.KeySolana
+	return provider.KeySolana
 }
 
 // SignRequest is the provider's request for r.
-func (r Request) SignRequest() enclave.SignRequest {
-	return enclave.SignRequest{Key: r.Key(), Payload: r.Payload}
+func (r Request) SignRequest() provider.SignRequest {
+	return provider.SignRequest{Key: r.Key(), Payload: r.Payload}
 }
 
 // Validate checks a request before anything is asked of the enclave.

@@ -21,7 +21,7 @@ import (
 	"github.com/gagliardetto/solana-go/programs/system"
 
 	"conduit/internal/attest"
-	"conduit/internal/enclave"
+	"conduit/internal/enclaves/provider"
 	"conduit/internal/errs"
 )
 
@@ -259,9 +259,9 @@ func TestPCRsOf(t *testing.T) {
 // agentProvider is an enclave agent over a real local authority: it
 // attests and signs as the local provider does, and can be made to sign
 // with a key other than the one it attests. The provider itself is
-// tested in internal/enclave/local; this exercises the signer's decisions.
+// tested in internal/enclaves/provider/local; this exercises the signer's decisions.
 type agentProvider struct {
-	enclave.Provider
+	provider.Provider
 	signer  *attest.Signer
 	pcrs    map[int][]byte
 	evm     *ecdsa.PrivateKey
@@ -272,7 +272,7 @@ type agentProvider struct {
 
 func (p *agentProvider) Attest(_ context.Context, id string, nonce []byte) ([]byte, error) {
 	if p.stopped {
-		return nil, enclave.Wrap(enclave.Permanent, "attest", id, enclave.ErrNotRunning)
+		return nil, provider.Wrap(provider.Permanent, "attest", id, provider.ErrNotRunning)
 	}
 	ud, err := attest.SigningKeys{EVM: &p.evm.PublicKey, Solana: p.sol.Public().(ed25519.PublicKey)}.UserData()
 	if err != nil {
@@ -281,8 +281,8 @@ func (p *agentProvider) Attest(_ context.Context, id string, nonce []byte) ([]by
 	return p.signer.Sign(attest.Document{PCRs: p.pcrs, UserData: ud, Nonce: nonce})
 }
 
-func (p *agentProvider) Sign(_ context.Context, id string, r enclave.SignRequest) ([]byte, error) {
-	if r.Key == enclave.KeySolana {
+func (p *agentProvider) Sign(_ context.Context, id string, r provider.SignRequest) ([]byte, error) {
+	if r.Key == provider.KeySolana {
 		return ed25519.Sign(p.sol, r.Payload), nil
 	}
 	k := p.evm
@@ -368,7 +368,7 @@ func TestAgent(t *testing.T) {
 	}
 	// Disconnected: no instance, no document.
 	p.stopped = true
-	if _, err := a.Sign(ctx, "enc_test", p.pcrs, Request{Purpose: PurposeEVMHash, Payload: hash}); !errors.Is(err, enclave.ErrNotRunning) {
+	if _, err := a.Sign(ctx, "enc_test", p.pcrs, Request{Purpose: PurposeEVMHash, Payload: hash}); !errors.Is(err, provider.ErrNotRunning) {
 		t.Fatalf("stopped: %v", err)
 	}
 }

@@ -121,9 +121,11 @@ func desired(st enclaves.Status) (tasks.Status, string) {
 	return tasks.Pending, fmt.Sprintf("waiting for the enclave to be DEPLOYED (it is %s)", st)
 }
 
-// Create validates c, stores the task and creates its schedule (paused
-// unless the task runs). The enclave must be the account's and alive.
-func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (tasks.Task, error) {
+// New validates c against the account's enclave and answers the task it
+// would create (a fresh id, its status from the enclave's state), without
+// writing anything: the task admits itself (workflows.TaskAdmit) by
+// writing the record (Open) and then its schedule (Establish).
+func (s *Service) New(ctx context.Context, account string, c tasks.Create) (tasks.Task, error) {
 	if err := c.Validate(); err != nil {
 		return tasks.Task{}, err
 	}
@@ -146,25 +148,65 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 	if c.Status == string(tasks.Stopped) {
 		t.Status, t.StatusReason = tasks.Stopped, "created stopped"
 	}
-	spec, err := Spec(t)
-	if err != nil {
+	if _, err := Spec(t); err != nil {
 		return tasks.Task{}, err
 	}
-	if t, err = s.Store.CreateTask(ctx, t); err != nil {
-		return tasks.Task{}, err
-	}
-	if err = s.create(ctx, t, spec); err != nil {
-		// No schedule, no task: the row goes and nothing changed.
-		_ = s.Store.PurgeTask(context.WithoutCancel(ctx), t.ID)
-		if bad := scheduleInvalid(err); bad != nil {
-			return tasks.Task{}, bad
-		}
-		return tasks.Task{}, unavailable("created", err)
-	}
-	// The enclave may have moved between the read and the schedule: the
-	// enclave workflow's sync may have run before this task existed.
-	return s.Reconcile(ctx, t.ID)
+	return t, nil
 }
+
+// ErrAdmitTooLate says Open came after its creator stopped waiting and
+// wrote nothing.
+var ErrAdmitTooLate = errors.New("the task was admitted after its creator stopped waiting; nothing was made")
+
+// Open writes the task's record (the admission's first step). Run again it
+// answers the record already written; a record not yet written after
+// admitBy (zero: any time) is not written (ErrAdmitTooLate).
+func (s *Service) Open(ctx context.Context, t tasks.Task, admitBy time.Time) (tasks.Task, error) {
+	got, err := s.Store.Task(ctx, t.ID)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return got, err
+	}
+	if !admitBy.IsZero() && time.Now().After(admitBy) {
+		return got, ErrAdmitTooLate
+	}
+	return s.Store.CreateTask(ctx, t)
+}
+
+// ErrScheduleRefused wraps Temporal's refusal of a task's spec (a cron
+// expression its parser rejects): Establish removed the record.
+type ErrScheduleRefused struct{ Reason string }
+
+func (e *ErrScheduleRefused) Error() string { return "Temporal refused the schedule: " + e.Reason }
+
+// Establish makes the schedule of the task Open wrote (paused unless the
+// task runs; one already made by an earlier attempt is kept) and brings
+// the task in line with its enclave, which may have moved since New read
+// it. A spec Temporal refuses removes the record: no schedule, no task.
+func (s *Service) Establish(ctx context.Context, id string) (tasks.Task, error) {
+	t, err := s.Store.Task(ctx, id)
+	if err != nil {
+		return t, err
+	}
+	spec, err := Spec(t)
+	if err == nil {
+		err = s.create(ctx, t, spec)
+	}
+	var bad *serviceerror.InvalidArgument
+	switch {
+	case err == nil, errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+	case errors.As(err, &bad):
+		if err := s.Store.PurgeTask(ctx, id); err != nil {
+			return t, err
+		}
+		return t, &ErrScheduleRefused{Reason: bad.Message}
+	default:
+		return t, err
+	}
+	return s.Reconcile(ctx, id)
+}
+
+// Withdraw removes the record of a task whose schedule could not be made.
+func (s *Service) Withdraw(ctx context.Context, id string) error { return s.Store.PurgeTask(ctx, id) }
 
 // create makes the task's schedule, paused unless the task runs.
 func (s *Service) create(ctx context.Context, t tasks.Task, spec client.ScheduleSpec) error {
