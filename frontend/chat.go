@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/graph"
 	"conduit/internal/logging"
 	"conduit/internal/runs"
@@ -60,7 +61,7 @@ func chatShape(g *graph.Graph) (chatTarget, error) {
 		}
 	}
 	if t.entry == nil || t.output == nil {
-		return t, errorf(http.StatusUnprocessableEntity, "pipeline has no entry (input) node or no output node, so it cannot answer chat completions")
+		return t, errs.New(errs.Unprocessable, "pipeline has no entry (input) node or no output node, so it cannot answer chat completions")
 	}
 	var missing []string
 	for _, in := range g.Contract().Inputs {
@@ -69,7 +70,7 @@ func chatShape(g *graph.Graph) (chatTarget, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return t, errorf(http.StatusUnprocessableEntity, "pipeline also requires inputs %s, which chat completions cannot provide; use the invoke API", strings.Join(missing, ", "))
+		return t, errs.New(errs.Unprocessable, "pipeline also requires inputs %s, which chat completions cannot provide; use the invoke API", strings.Join(missing, ", "))
 	}
 	// Tokens are streamed only when the answer is a model's own text: a
 	// guardrail or transform in between could change or withhold it, so
@@ -94,18 +95,18 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 	if len(req.Model) > 0 && string(req.Model) != "null" {
 		var s string
 		if json.Unmarshal(req.Model, &s) != nil {
-			return req, "", errorf(http.StatusBadRequest, "model must be a string")
+			return req, "", errs.Invalidf("model must be a string")
 		}
 	}
 	var msgs []chatMessage
 	if len(req.Messages) == 0 || string(req.Messages) == "null" {
-		return req, "", errorf(http.StatusBadRequest, "messages is required: an array of {role, content}")
+		return req, "", errs.Invalidf("messages is required: an array of {role, content}")
 	}
 	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
-		return req, "", errorf(http.StatusBadRequest, "messages must be an array of objects with string role and content")
+		return req, "", errs.Invalidf("messages must be an array of objects with string role and content")
 	}
 	if len(msgs) == 0 {
-		return req, "", errorf(http.StatusBadRequest, "messages must not be empty")
+		return req, "", errs.Invalidf("messages must not be empty")
 	}
 	last := ""
 	found := false
@@ -113,20 +114,20 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
 		case "":
-			return req, "", errorf(http.StatusBadRequest, "messages[%d].role is required", i)
+			return req, "", errs.Invalidf("messages[%d].role is required", i)
 		default:
-			return req, "", errorf(http.StatusBadRequest, "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
+			return req, "", errs.Invalidf("messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
 		}
 		var content string
 		if err := json.Unmarshal(m.Content, &content); err != nil {
-			return req, "", errorf(http.StatusBadRequest, "messages[%d].content must be a string", i)
+			return req, "", errs.Invalidf("messages[%d].content must be a string", i)
 		}
 		if m.Role == "user" {
 			last, found = content, true
 		}
 	}
 	if !found {
-		return req, "", errorf(http.StatusBadRequest, "messages contain no user message")
+		return req, "", errs.Invalidf("messages contain no user message")
 	}
 	return req, last, nil
 }
@@ -135,7 +136,7 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 // OpenAI's shape, as OpenAI-compatible clients expect there.
 func chatMethodNotAllowed(c *gin.Context) {
 	c.Header("Allow", http.MethodPost)
-	fail(c, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; chat completions are created with POST", c.Request.Method, c.Request.URL.Path))
+	fail(c, errs.New(errs.MethodNotAllowed, "method %s is not allowed on %s; chat completions are created with POST", c.Request.Method, c.Request.URL.Path))
 }
 
 // chatCompletions: POST /api/pipelines/{id}/chat/completions.
@@ -185,7 +186,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		return
 	}
 	if st.Status != workflows.StatusSuccess {
-		fail(c, errorf(http.StatusBadGateway, "the pipeline ran but a node failed: %s", st.Error))
+		fail(c, errs.New(errs.Upstream, "the pipeline ran but a node failed: %s", st.Error))
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{
@@ -257,12 +258,12 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 	}
 	// failed ends the call: a 502 (or the error's own status) before the
 	// stream began, the error event after.
-	failed := func(err *APIError) {
+	failed := func(e *errs.Error) {
 		if !w.begun {
-			fail(c, err)
+			writeError(c, e)
 			return
 		}
-		w.errorEvent(err.Message, openAIType(err.Status))
+		w.errorEvent(e.Msg, openAIType(statusOf(e.Kind)))
 	}
 
 	tr := &deltaTracker{}
@@ -301,11 +302,11 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 			pull()
 			if out.err != nil {
 				log.Error("waiting for the run failed", "err", out.err)
-				failed(toAPIError(c, out.err))
+				failed(toError(c, out.err))
 				return
 			}
 			if out.st.Status != workflows.StatusSuccess {
-				failed(errorf(http.StatusBadGateway, "the pipeline ran but a node failed: %s", out.st.Error))
+				failed(errs.New(errs.Upstream, "the pipeline ran but a node failed: %s", out.st.Error))
 				return
 			}
 			begin()

@@ -2,12 +2,13 @@ package frontend
 
 import (
 	"context"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"conduit/internal/errs"
 	"github.com/ulule/limiter/v3"
 	mgin "github.com/ulule/limiter/v3/drivers/middleware/gin"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
@@ -39,8 +40,9 @@ func perAddress(formatted, format string) gin.HandlerFunc {
 		if reset, err := strconv.ParseInt(c.Writer.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
 			retry = max(1, reset-time.Now().Unix())
 		}
-		c.Header("Retry-After", strconv.FormatInt(retry, 10))
-		writeError(c, errorf(http.StatusTooManyRequests, format, rate.Limit, rate.Period, retry))
+		e := errs.TooManyf(format, rate.Limit, rate.Period, retry)
+		e.RetryAfter = time.Duration(retry) * time.Second
+		writeError(c, e)
 	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
 }
 
@@ -84,8 +86,9 @@ func (s *Server) walletAllowed(c *gin.Context, network, payer string) bool {
 		return true
 	}
 	retry := max(1, lc.Reset-time.Now().Unix())
-	c.Header("Retry-After", strconv.FormatInt(retry, 10))
-	fail(c, errorf(http.StatusTooManyRequests, "rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry))
+	e := errs.TooManyf("rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry)
+	e.RetryAfter = time.Duration(retry) * time.Second
+	fail(c, e)
 	return false
 }
 
