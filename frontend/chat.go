@@ -15,7 +15,6 @@ import (
 	"conduit/internal/graph"
 	"conduit/internal/logging"
 	"conduit/internal/runs"
-	"conduit/internal/store"
 	"conduit/workflows"
 )
 
@@ -180,7 +179,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.streamChat(c, run, target, cc)
 		return
 	}
-	st, err := s.awaitRun(c.Request.Context(), run.WorkflowID)
+	st, err := s.runs.Await(c.Request.Context(), run.WorkflowID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -206,14 +205,6 @@ func usageJSON(st workflows.RunState) gin.H {
 	return gin.H{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens, "total_tokens": st.PromptTokens + st.CompletionTokens}
 }
 
-// awaitRun waits for the run's workflow to end and returns its state. If
-// the caller goes away the run goes on regardless.
-func (s *Server) awaitRun(ctx context.Context, workflowID string) (workflows.RunState, error) {
-	var st workflows.RunState
-	err := s.deps.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, &st)
-	return st, err
-}
-
 // streamChat answers with Server-Sent Events: a first chunk with the role,
 // content deltas as the model produces them (read from the run's delta
 // rows, woken by NOTIFY, so the worker may be another process), then a last
@@ -225,12 +216,12 @@ func (s *Server) awaitRun(ctx context.Context, workflowID string) (workflows.Run
 // A failure after the stream began is sent the way OpenAI's own API does
 // it: a last event whose data is {"error": {...}} (official clients raise
 // it as an error), without [DONE], which means success.
-func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc completion) {
+func (s *Server) streamChat(c *gin.Context, run runs.Run, target chatTarget, cc completion) {
 	ctx := c.Request.Context()
 	log := logging.From(ctx).With("run_id", run.RunID)
-	wake, unsubscribe := s.deps.Deltas.Subscribe(run.RunID)
+	wake, unsubscribe := s.runs.Subscribe(run.RunID)
 	defer unsubscribe()
-	defer func() { _ = s.deps.Store.DeleteDeltas(context.WithoutCancel(ctx), run.RunID) }()
+	defer func() { _ = s.runs.ForgetDeltas(context.WithoutCancel(ctx), run.RunID) }()
 
 	type outcome struct {
 		st  workflows.RunState
@@ -238,7 +229,7 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		st, err := s.awaitRun(ctx, run.WorkflowID)
+		st, err := s.runs.Await(ctx, run.WorkflowID)
 		done <- outcome{st, err}
 	}()
 
@@ -268,7 +259,7 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 
 	tr := &deltaTracker{}
 	pull := func() bool {
-		ds, err := s.deps.Store.DeltasAfter(ctx, run.RunID, tr.lastSeq)
+		ds, err := s.runs.DeltasAfter(ctx, run.RunID, tr.lastSeq)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("reading run deltas", "err", err)
@@ -336,7 +327,7 @@ type deltaTracker struct {
 	sent    string // text sent to the client
 }
 
-func (t *deltaTracker) add(d store.Delta) string {
+func (t *deltaTracker) add(d runs.Delta) string {
 	t.lastSeq = d.Seq
 	if a := d.Seq / 1_000_000; a != t.attempt {
 		t.attempt, t.current = a, ""

@@ -41,7 +41,7 @@ func (s *Server) createKey(c *gin.Context) {
 
 // listKeys: GET /api/keys.
 func (s *Server) listKeys(c *gin.Context) {
-	keys, err := s.deps.Store.APIKeys(c.Request.Context(), principal(c).AccountID)
+	keys, err := s.deps.Accounts.Keys(c.Request.Context(), principal(c).AccountID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -55,7 +55,7 @@ func (s *Server) listKeys(c *gin.Context) {
 
 // getKey: GET /api/keys/{id}.
 func (s *Server) getKey(c *gin.Context) {
-	k, err := s.deps.Store.APIKey(c.Request.Context(), principal(c).AccountID, c.Param("id"))
+	k, err := s.deps.Accounts.Key(c.Request.Context(), principal(c).AccountID, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return

@@ -97,7 +97,7 @@ func New(d Deps) *Server {
 		}}
 	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
 	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
-		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL()}
+		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL(), Deltas: d.Deltas}
 	s.newToolServer(d)
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()

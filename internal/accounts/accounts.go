@@ -253,6 +253,16 @@ func nonNil(s []string) []string {
 	return s
 }
 
+// Keys are the account's API keys.
+func (s *Service) Keys(ctx context.Context, account string) ([]store.APIKey, error) {
+	return s.Store.APIKeys(ctx, account)
+}
+
+// Key is one of the account's API keys (NotFound for another's).
+func (s *Service) Key(ctx context.Context, account, id string) (store.APIKey, error) {
+	return s.Store.APIKey(ctx, account, id)
+}
+
 // Authenticate resolves an Authorization header value to its caller.
 func (s *Service) Authenticate(ctx context.Context, authorization string) (Principal, error) {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")

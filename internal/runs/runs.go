@@ -52,6 +52,8 @@ type Service struct {
 	// a human buys credit (the 402 answer points there).
 	BaseURL  string
 	TopUpURL string
+	// Deltas wakes streamed chat completions (stream.go).
+	Deltas *store.DeltaHub
 }
 
 // NewRunID is `<ISO timestamp>#<8 hex>` (spec §2.2).
