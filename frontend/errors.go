@@ -53,9 +53,9 @@ func fail(c *gin.Context, err error) {
 	writeError(c, toError(c, err))
 }
 
-// Classifier says what kind of failure an error from below the domain is,
+// classifier says what kind of failure an error from below the domain is,
 // or nil when it cannot tell.
-type Classifier func(error) *errs.Error
+type classifier func(error) *errs.Error
 
 const classifierKey = "conduit.classifier"
 
@@ -63,10 +63,10 @@ const classifierKey = "conduit.classifier"
 // the domain without this package importing them: the store's outages
 // (PostgreSQL down or restarting) are pgx errors, which only the store
 // knows how to read, so the server is handed store.Classify at wiring time
-// (server.go). The store's own sentinels (store.ErrNotFound,
-// store.ErrIdempotencyConflict, …) are errs values already and need no
-// classifier.
-func classifyWith(f Classifier) gin.HandlerFunc {
+// (server.go). The store's sentinels that reach callers
+// (store.ErrNotFound, store.ErrIdempotencyConflict) are errs values
+// already and need no classifier.
+func classifyWith(f classifier) gin.HandlerFunc {
 	return func(c *gin.Context) { c.Set(classifierKey, f); c.Next() }
 }
 
@@ -83,7 +83,7 @@ func toError(c *gin.Context, err error) *errs.Error {
 		return e
 	}
 	if v, ok := c.Get(classifierKey); ok {
-		if e := v.(Classifier)(err); e != nil {
+		if e := v.(classifier)(err); e != nil {
 			log.Warn("dependency unavailable", "err", err)
 			return e
 		}
