@@ -254,7 +254,7 @@ func (s *Server) streamChat(c *gin.Context, run runs.Run, target chatTarget, cc 
 			writeError(c, e)
 			return
 		}
-		w.errorEvent(e.Msg, openAIType(statusOf(e.Kind)))
+		w.data(inBandError(e))
 	}
 
 	tr := &deltaTracker{}
@@ -369,10 +369,6 @@ func (w *sseWriter) chunk(cc completion, delta gin.H, finish *string, usage gin.
 		ch["usage"] = usage
 	}
 	w.data(ch)
-}
-
-func (w *sseWriter) errorEvent(msg, typ string) {
-	w.data(gin.H{"error": gin.H{"message": msg, "type": typ}})
 }
 
 func (w *sseWriter) comment(s string) { w.write(": " + s + "\n\n") }

@@ -222,6 +222,13 @@ func writeError(c *gin.Context, e *errs.Error) {
 	c.AbortWithStatusJSON(status, body)
 }
 
+// inBandError is an error reported inside a chat-completions stream that
+// has begun (too late for a status): the last event, as OpenAI's API sends
+// it.
+func inBandError(e *errs.Error) gin.H {
+	return gin.H{"error": gin.H{"message": e.Msg, "type": openAIType(statusOf(e.Kind))}}
+}
+
 // openAIType names the error class the way OpenAI-compatible clients
 // expect: any other 4xx is the caller's request (a body over the limit, a
 // body that came too slowly, …), any 5xx the server's.
