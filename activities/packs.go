@@ -2,11 +2,11 @@ package activities
 
 import (
 	"context"
-	"errors"
 
 	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/accounts"
+	"conduit/internal/errs"
 	"conduit/internal/money"
 	"conduit/internal/store"
 )
@@ -36,8 +36,7 @@ type PackOutcome struct {
 // it grants nothing more.
 func (a *Packs) Record(ctx context.Context, in PackInput) (PackOutcome, error) {
 	res, err := a.Accounts.RecordPack(ctx, in.AccountID, in.Paid, "checkout/"+in.SessionID)
-	var bad *accounts.InputError
-	if errors.As(err, &bad) {
+	if bad, ok := errs.As(err); ok && bad.Kind == errs.Invalid {
 		return PackOutcome{}, temporal.NewNonRetryableApplicationError(bad.Msg, ErrPermanent, err)
 	}
 	if err != nil {

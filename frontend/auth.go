@@ -1,12 +1,12 @@
 package frontend
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/accounts"
+	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/oauth"
 )
@@ -54,8 +54,10 @@ func requireScope(scope string) gin.HandlerFunc {
 			if p.ViaOAuth() {
 				what = "access token"
 			}
-			bearerChallenge(c, scope)
-			writeError(c, errorf(http.StatusForbidden, "this %s lacks the %s permission", what, scope))
+			// Scope: the tool server's challenge names the missing scope.
+			e := errs.Forbiddenf("this %s lacks the %s permission", what, scope)
+			e.Scope = scope
+			writeError(c, e)
 			return
 		}
 		c.Next()

@@ -11,10 +11,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/graph"
 	"conduit/internal/logging"
 	"conduit/internal/runs"
-	"conduit/internal/store"
 	"conduit/workflows"
 )
 
@@ -60,7 +60,7 @@ func chatShape(g *graph.Graph) (chatTarget, error) {
 		}
 	}
 	if t.entry == nil || t.output == nil {
-		return t, errorf(http.StatusUnprocessableEntity, "pipeline has no entry (input) node or no output node, so it cannot answer chat completions")
+		return t, errs.New(errs.Unprocessable, "pipeline has no entry (input) node or no output node, so it cannot answer chat completions")
 	}
 	var missing []string
 	for _, in := range g.Contract().Inputs {
@@ -69,7 +69,7 @@ func chatShape(g *graph.Graph) (chatTarget, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return t, errorf(http.StatusUnprocessableEntity, "pipeline also requires inputs %s, which chat completions cannot provide; use the invoke API", strings.Join(missing, ", "))
+		return t, errs.New(errs.Unprocessable, "pipeline also requires inputs %s, which chat completions cannot provide; use the invoke API", strings.Join(missing, ", "))
 	}
 	// Tokens are streamed only when the answer is a model's own text: a
 	// guardrail or transform in between could change or withhold it, so
@@ -94,18 +94,18 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 	if len(req.Model) > 0 && string(req.Model) != "null" {
 		var s string
 		if json.Unmarshal(req.Model, &s) != nil {
-			return req, "", errorf(http.StatusBadRequest, "model must be a string")
+			return req, "", errs.Invalidf("model must be a string")
 		}
 	}
 	var msgs []chatMessage
 	if len(req.Messages) == 0 || string(req.Messages) == "null" {
-		return req, "", errorf(http.StatusBadRequest, "messages is required: an array of {role, content}")
+		return req, "", errs.Invalidf("messages is required: an array of {role, content}")
 	}
 	if err := json.Unmarshal(req.Messages, &msgs); err != nil {
-		return req, "", errorf(http.StatusBadRequest, "messages must be an array of objects with string role and content")
+		return req, "", errs.Invalidf("messages must be an array of objects with string role and content")
 	}
 	if len(msgs) == 0 {
-		return req, "", errorf(http.StatusBadRequest, "messages must not be empty")
+		return req, "", errs.Invalidf("messages must not be empty")
 	}
 	last := ""
 	found := false
@@ -113,20 +113,20 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
 		case "":
-			return req, "", errorf(http.StatusBadRequest, "messages[%d].role is required", i)
+			return req, "", errs.Invalidf("messages[%d].role is required", i)
 		default:
-			return req, "", errorf(http.StatusBadRequest, "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
+			return req, "", errs.Invalidf("messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
 		}
 		var content string
 		if err := json.Unmarshal(m.Content, &content); err != nil {
-			return req, "", errorf(http.StatusBadRequest, "messages[%d].content must be a string", i)
+			return req, "", errs.Invalidf("messages[%d].content must be a string", i)
 		}
 		if m.Role == "user" {
 			last, found = content, true
 		}
 	}
 	if !found {
-		return req, "", errorf(http.StatusBadRequest, "messages contain no user message")
+		return req, "", errs.Invalidf("messages contain no user message")
 	}
 	return req, last, nil
 }
@@ -135,7 +135,7 @@ func parseChat(c *gin.Context) (chatRequest, string, error) {
 // OpenAI's shape, as OpenAI-compatible clients expect there.
 func chatMethodNotAllowed(c *gin.Context) {
 	c.Header("Allow", http.MethodPost)
-	fail(c, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s; chat completions are created with POST", c.Request.Method, c.Request.URL.Path))
+	fail(c, errs.New(errs.MethodNotAllowed, "method %s is not allowed on %s; chat completions are created with POST", c.Request.Method, c.Request.URL.Path))
 }
 
 // chatCompletions: POST /api/pipelines/{id}/chat/completions.
@@ -179,13 +179,13 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		s.streamChat(c, run, target, cc)
 		return
 	}
-	st, err := s.awaitRun(c.Request.Context(), run.WorkflowID)
+	st, err := s.runs.Await(c.Request.Context(), run.WorkflowID)
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if st.Status != workflows.StatusSuccess {
-		fail(c, errorf(http.StatusBadGateway, "the pipeline ran but a node failed: %s", st.Error))
+		fail(c, errs.New(errs.Upstream, "the pipeline ran but a node failed: %s", st.Error))
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{
@@ -205,14 +205,6 @@ func usageJSON(st workflows.RunState) gin.H {
 	return gin.H{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens, "total_tokens": st.PromptTokens + st.CompletionTokens}
 }
 
-// awaitRun waits for the run's workflow to end and returns its state. If
-// the caller goes away the run goes on regardless.
-func (s *Server) awaitRun(ctx context.Context, workflowID string) (workflows.RunState, error) {
-	var st workflows.RunState
-	err := s.deps.Temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, &st)
-	return st, err
-}
-
 // streamChat answers with Server-Sent Events: a first chunk with the role,
 // content deltas as the model produces them (read from the run's delta
 // rows, woken by NOTIFY, so the worker may be another process), then a last
@@ -224,12 +216,12 @@ func (s *Server) awaitRun(ctx context.Context, workflowID string) (workflows.Run
 // A failure after the stream began is sent the way OpenAI's own API does
 // it: a last event whose data is {"error": {...}} (official clients raise
 // it as an error), without [DONE], which means success.
-func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc completion) {
+func (s *Server) streamChat(c *gin.Context, run runs.Run, target chatTarget, cc completion) {
 	ctx := c.Request.Context()
 	log := logging.From(ctx).With("run_id", run.RunID)
-	wake, unsubscribe := s.deps.Deltas.Subscribe(run.RunID)
+	wake, unsubscribe := s.runs.Subscribe(run.RunID)
 	defer unsubscribe()
-	defer func() { _ = s.deps.Store.DeleteDeltas(context.WithoutCancel(ctx), run.RunID) }()
+	defer func() { _ = s.runs.ForgetDeltas(context.WithoutCancel(ctx), run.RunID) }()
 
 	type outcome struct {
 		st  workflows.RunState
@@ -237,7 +229,7 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		st, err := s.awaitRun(ctx, run.WorkflowID)
+		st, err := s.runs.Await(ctx, run.WorkflowID)
 		done <- outcome{st, err}
 	}()
 
@@ -257,17 +249,17 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 	}
 	// failed ends the call: a 502 (or the error's own status) before the
 	// stream began, the error event after.
-	failed := func(err *APIError) {
+	failed := func(e *errs.Error) {
 		if !w.begun {
-			fail(c, err)
+			writeError(c, e)
 			return
 		}
-		w.errorEvent(err.Message, openAIType(err.Status))
+		w.data(inBandError(e))
 	}
 
 	tr := &deltaTracker{}
 	pull := func() bool {
-		ds, err := s.deps.Store.DeltasAfter(ctx, run.RunID, tr.lastSeq)
+		ds, err := s.runs.DeltasAfter(ctx, run.RunID, tr.lastSeq)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("reading run deltas", "err", err)
@@ -301,11 +293,11 @@ func (s *Server) streamChat(c *gin.Context, run store.Run, target chatTarget, cc
 			pull()
 			if out.err != nil {
 				log.Error("waiting for the run failed", "err", out.err)
-				failed(toAPIError(c, out.err))
+				failed(toError(c, out.err))
 				return
 			}
 			if out.st.Status != workflows.StatusSuccess {
-				failed(errorf(http.StatusBadGateway, "the pipeline ran but a node failed: %s", out.st.Error))
+				failed(errs.New(errs.Upstream, "the pipeline ran but a node failed: %s", out.st.Error))
 				return
 			}
 			begin()
@@ -335,7 +327,7 @@ type deltaTracker struct {
 	sent    string // text sent to the client
 }
 
-func (t *deltaTracker) add(d store.Delta) string {
+func (t *deltaTracker) add(d runs.Delta) string {
 	t.lastSeq = d.Seq
 	if a := d.Seq / 1_000_000; a != t.attempt {
 		t.attempt, t.current = a, ""
@@ -377,10 +369,6 @@ func (w *sseWriter) chunk(cc completion, delta gin.H, finish *string, usage gin.
 		ch["usage"] = usage
 	}
 	w.data(ch)
-}
-
-func (w *sseWriter) errorEvent(msg, typ string) {
-	w.data(gin.H{"error": gin.H{"message": msg, "type": typ}})
 }
 
 func (w *sseWriter) comment(s string) { w.write(": " + s + "\n\n") }

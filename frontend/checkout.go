@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"bytes"
-	_ "embed"
 	"errors"
 	"io"
 	"net/http"
@@ -13,10 +12,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/frontend/pages"
 	"conduit/internal/checkout"
+	"conduit/internal/errs"
 	"conduit/internal/humans"
 	"conduit/internal/money"
-	"conduit/internal/store"
 )
 
 // Card payments for credit packs (docs/accounts.md, "Card payments"): the
@@ -32,12 +32,6 @@ const (
 
 // maxWebhook bounds a webhook body (Stripe's events are a few KB).
 const maxWebhook = 64 << 10
-
-var (
-	//go:embed dashboard/checkout.html
-	checkoutHTML     string
-	checkoutTemplate = pageTemplate("checkout", checkoutHTML)
-)
 
 type packJSON struct {
 	Credit money.Micros `json:"credit"`
@@ -84,7 +78,7 @@ func (s *Server) openCheckout(c *gin.Context) {
 			*v = def
 		}
 		if safeNext(*v) == "" {
-			fail(c, errorf(http.StatusBadRequest, "%s must be a path on this site starting with / (like /dashboard/credits), not %q", name, *v))
+			fail(c, errs.Invalidf("%s must be a path on this site starting with / (like /dashboard/credits), not %q", name, *v))
 			return
 		}
 		*v = s.url(*v)
@@ -104,7 +98,7 @@ func (s *Server) openCheckout(c *gin.Context) {
 func (s *Server) stripeWebhook(c *gin.Context) {
 	payload, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxWebhook))
 	if err != nil {
-		fail(c, errorf(http.StatusRequestEntityTooLarge, "webhook body exceeds %d bytes", maxWebhook))
+		fail(c, errs.New(errs.TooLarge, "webhook body exceeds %d bytes", maxWebhook))
 		return
 	}
 	out, err := s.deps.Checkout.Webhook(c.Request.Context(), payload, c.GetHeader(checkout.SignatureHeader))
@@ -119,56 +113,46 @@ func (s *Server) stripeWebhook(c *gin.Context) {
 	c.JSON(http.StatusOK, res)
 }
 
-type checkoutView struct {
-	Pack, Price, Credit, AccountID, Email string
-	Action, CSRF, CancelURL, Error        string
-	Name, Number, Expiry                  string
-}
-
 // localCheckout finds the signed-in buyer's open local checkout, or
 // answers (a sign-in redirect, a page saying why not) and reports false.
-func (s *Server) localCheckout(c *gin.Context) (store.CheckoutSession, humans.Human, string, bool) {
-	co := s.deps.Checkout
-	local, _ := co.Provider.(*checkout.Local)
-	if !co.Enabled() || local == nil {
-		messagePage(c, http.StatusNotFound, "No local checkout here", "This deployment does not use the local test checkout.")
-		return store.CheckoutSession{}, humans.Human{}, "", false
+func (s *Server) localCheckout(c *gin.Context) (checkout.Session, humans.Human, string, bool) {
+	if s.deps.Checkout.Local() == nil {
+		failPage(c, "No local checkout here", errs.NotFoundf("This deployment does not use the local test checkout."))
+		return checkout.Session{}, humans.Human{}, "", false
 	}
 	h, session, err := s.signedIn(c)
 	if errors.Is(err, humans.ErrNoSession) {
 		c.Redirect(http.StatusSeeOther, SignInPath+"?next="+url.QueryEscape(c.Request.URL.Path))
 		c.Abort()
-		return store.CheckoutSession{}, h, "", false
+		return checkout.Session{}, h, "", false
 	}
 	if err != nil {
 		fail(c, err)
-		return store.CheckoutSession{}, h, "", false
+		return checkout.Session{}, h, "", false
 	}
-	cs, err := s.deps.Store.CheckoutSessionByID(c.Request.Context(), c.Param("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (cs.AccountID != h.Login.AccountID || cs.Provider != local.Name())) {
-		messagePage(c, http.StatusNotFound, "Checkout not found", "There is no such checkout for your account.")
-		return cs, h, "", false
-	}
+	cs, err := s.deps.Checkout.LocalSession(c.Request.Context(), h.Login.AccountID, c.Param("id"))
 	if err != nil {
-		fail(c, err)
-		return cs, h, "", false
-	}
-	switch {
-	case cs.Status == "complete":
-		messagePage(c, http.StatusConflict, "Already paid", "This checkout is paid; its pack is on your balance.")
-		return cs, h, "", false
-	case cs.Status != "open" || time.Now().After(cs.ExpiresAt):
-		messagePage(c, http.StatusGone, "Checkout expired", "This checkout has expired; start a new one from the credits page.")
+		title := map[errs.Kind]string{errs.NotFound: "Checkout not found", errs.Conflict: "Already paid", errs.Gone: "Checkout expired"}
+		if e, ok := errs.As(err); ok && title[e.Kind] != "" {
+			failPage(c, title[e.Kind], e)
+		} else {
+			fail(c, err)
+		}
 		return cs, h, "", false
 	}
 	return cs, h, session, true
 }
 
-func (s *Server) renderCheckout(c *gin.Context, status int, cs store.CheckoutSession, h humans.Human, session string, v checkoutView) {
-	v.Pack, v.Price, v.Credit, v.AccountID, v.Email = cs.Pack, usd(cs.Price), usd(cs.Credit), cs.AccountID, h.Login.Email
+// renderCheckout shows the card form, with refusal's sentence when it is
+// shown again.
+func (s *Server) renderCheckout(c *gin.Context, refusal *errs.Error, cs checkout.Session, h humans.Human, session string, v pages.CheckoutView) {
+	v.Pack, v.Price, v.Credit, v.AccountID, v.Email = cs.Pack, pages.USD(cs.Price), pages.USD(cs.Credit), cs.AccountID, h.Login.Email
 	v.Action, v.CSRF, v.CancelURL = checkout.LocalPagePath+cs.ID, humans.CSRFToken(session), cs.CancelURL
+	if refusal != nil {
+		v.Error = refusal.Msg
+	}
 	c.Header("Cache-Control", "no-store")
-	renderPage(c, status, checkoutTemplate, v)
+	renderPage(c, pageStatus(refusal), pages.Checkout, v)
 }
 
 // checkoutPage: GET /dashboard/checkout/{id}: the local checkout's card
@@ -178,7 +162,7 @@ func (s *Server) checkoutPage(c *gin.Context) {
 	if !ok {
 		return
 	}
-	s.renderCheckout(c, http.StatusOK, cs, h, session, checkoutView{})
+	s.renderCheckout(c, nil, cs, h, session, pages.CheckoutView{})
 }
 
 // checkoutPay: POST /dashboard/checkout/{id} {csrf, name, number, expiry,
@@ -188,7 +172,7 @@ func (s *Server) checkoutPage(c *gin.Context) {
 func (s *Server) checkoutPay(c *gin.Context) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
 	if err := s.crossOrigin.Check(c.Request); err != nil {
-		messagePage(c, http.StatusForbidden, "This form came from another site", "Open the checkout page on this site and pay there.")
+		failPage(c, "This form came from another site", errs.Forbiddenf("Open the checkout page on this site and pay there."))
 		return
 	}
 	cs, h, session, ok := s.localCheckout(c)
@@ -196,23 +180,21 @@ func (s *Server) checkoutPay(c *gin.Context) {
 		return
 	}
 	if !humans.CheckCSRF(session, c.PostForm("csrf")) {
-		messagePage(c, http.StatusForbidden, "This form has expired", "Reload the checkout page and try again.")
+		failPage(c, "This form has expired", errs.Forbiddenf("Reload the checkout page and try again."))
 		return
 	}
-	v := checkoutView{Name: strings.TrimSpace(c.PostForm("name")), Number: c.PostForm("number"), Expiry: strings.TrimSpace(c.PostForm("expiry"))}
+	v := pages.CheckoutView{Name: strings.TrimSpace(c.PostForm("name")), Number: c.PostForm("number"), Expiry: strings.TrimSpace(c.PostForm("expiry"))}
 	if problem := checkout.CheckTestCard(v.Name, v.Number, v.Expiry, c.PostForm("cvc"), time.Now()); problem != "" {
-		v.Error = problem
-		s.renderCheckout(c, http.StatusPaymentRequired, cs, h, session, v)
+		s.renderCheckout(c, errs.New(errs.PaymentRequired, "%s", problem), cs, h, session, v)
 		return
 	}
-	local := s.deps.Checkout.Provider.(*checkout.Local)
-	payload, sig, err := local.Completed(cs, time.Now())
+	payload, sig, err := s.deps.Checkout.Local().Completed(cs, time.Now())
 	if err != nil {
 		fail(c, err)
 		return
 	}
 	if err := s.deliverWebhook(c, payload, sig); err != nil {
-		messagePage(c, http.StatusBadGateway, "The payment could not be confirmed", "The checkout's webhook was not accepted ("+err.Error()+"); nothing was granted. Try again.")
+		failPage(c, "The payment could not be confirmed", errs.New(errs.Upstream, "The checkout's webhook was not accepted (%s); nothing was granted. Try again.", err))
 		return
 	}
 	c.Redirect(http.StatusSeeOther, checkout.SuccessURL(cs))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"conduit/internal/errs"
 )
 
 // The connection limits (http.read_header_timeout, read_timeout,
@@ -76,7 +78,7 @@ type deadlineBody struct {
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return n, errorf(http.StatusRequestTimeout, "the request did not arrive within %s; send the body without pauses", b.limit)
+		return n, errs.New(errs.Timeout, "the request did not arrive within %s; send the body without pauses", b.limit)
 	}
 	return n, err
 }

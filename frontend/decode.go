@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"conduit/internal/errs"
 )
 
 // maxBody bounds every JSON request body.
@@ -39,10 +41,10 @@ func decodeJSON(c *gin.Context, v any) error {
 		return badJSON(err)
 	}
 	if dec.More() {
-		return errorf(http.StatusBadRequest, "request body must be a single JSON object")
+		return errs.Invalidf("request body must be a single JSON object")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errorf(http.StatusBadRequest, "request body must be a single JSON object")
+		return errs.Invalidf("request body must be a single JSON object")
 	}
 	return nil
 }
@@ -51,25 +53,24 @@ func badJSON(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var tooBig *http.MaxBytesError
-	var apiErr *APIError
 	switch {
-	case errors.As(err, &apiErr): // the body did not arrive in time (deadlines.go)
-		return apiErr
+	case errs.Is(err, errs.Timeout): // the body did not arrive in time (deadlines.go)
+		return err
 	case errors.Is(err, io.EOF):
-		return errorf(http.StatusBadRequest, "request body must be a JSON object")
+		return errs.Invalidf("request body must be a JSON object")
 	case errors.As(err, &tooBig):
-		return errorf(http.StatusRequestEntityTooLarge, "request body exceeds %d bytes", maxBody)
+		return errs.New(errs.TooLarge, "request body exceeds %d bytes", maxBody)
 	case errors.As(err, &syn):
-		return errorf(http.StatusBadRequest, "request body is not valid JSON (at byte %d)", syn.Offset)
+		return errs.Invalidf("request body is not valid JSON (at byte %d)", syn.Offset)
 	case errors.As(err, &typ):
 		if typ.Field != "" {
-			return errorf(http.StatusBadRequest, "field %s must be %s", typ.Field, jsonKind(typ.Type.Kind().String()))
+			return errs.Invalidf("field %s must be %s", typ.Field, jsonKind(typ.Type.Kind().String()))
 		}
-		return errorf(http.StatusBadRequest, "request body must be a JSON object")
+		return errs.Invalidf("request body must be a JSON object")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return errorf(http.StatusBadRequest, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return errs.Invalidf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
 	default:
-		return errorf(http.StatusBadRequest, "request body is not valid JSON: %v", err)
+		return errs.Invalidf("request body is not valid JSON: %v", err)
 	}
 }
 
@@ -92,9 +93,8 @@ func jsonKind(goKind string) string {
 
 // asBadRequest turns a JSON error about one field into a 400 naming it.
 func asBadRequest(err error, field string) error {
-	var apiErr *APIError
-	if errors.As(err, &apiErr) {
+	if _, ok := errs.As(err); ok {
 		return err
 	}
-	return errorf(http.StatusBadRequest, "field %s has the wrong type: %s", field, fmt.Sprint(err))
+	return errs.Invalidf("field %s has the wrong type: %s", field, fmt.Sprint(err))
 }

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"conduit/internal/codec"
+	"conduit/internal/errs"
 	"conduit/internal/money"
 )
 
@@ -29,12 +30,12 @@ func (s *Server) devMint(c *gin.Context) {
 		return
 	}
 	if body.USD <= 0 || body.USD > 1_000_000*money.USD {
-		fail(c, errorf(http.StatusBadRequest, "usd must be more than 0 and at most 1000000"))
+		fail(c, errs.Invalidf("usd must be more than 0 and at most 1000000"))
 		return
 	}
 	m, err := s.deps.Payments.Mint(c.Request.Context(), body.Address, body.USD)
 	if err != nil {
-		fail(c, errorf(http.StatusBadRequest, "%v", err))
+		fail(c, errs.Invalidf("%v", err))
 		return
 	}
 	out := gin.H{"address": body.Address, "mintedUsd": body.USD, "network": m.Network, "asset": m.Asset}
@@ -60,7 +61,7 @@ func (s *Server) mountCodec(r *gin.Engine) {
 	r.Any(CodecPath+"/*op", func(c *gin.Context) {
 		origin := c.GetHeader("Origin")
 		if u, err := url.Parse(origin); origin != "" && (err != nil || !loopback(u.Hostname())) {
-			fail(c, errorf(http.StatusForbidden, "the codec answers pages on this machine only"))
+			fail(c, errs.Forbiddenf("the codec answers pages on this machine only"))
 			return
 		}
 		if origin != "" {

@@ -7,17 +7,16 @@ package frontend
 // such values is malformed (400), never an internal error.
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/pgtext"
 )
 
 // storable is a 400 naming what when s cannot be stored as text.
 func storable(what, s string) error {
 	if why := pgtext.Problem(s); why != "" {
-		return errorf(http.StatusBadRequest, "%s %s", what, why)
+		return errs.Invalidf("%s %s", what, why)
 	}
 	return nil
 }
@@ -52,7 +51,7 @@ func checkInput(c *gin.Context) {
 // NUL character (written \u0000) in any string, key or value.
 func checkBody(b []byte) error {
 	if why := pgtext.JSONProblem(b); why != "" {
-		return errorf(http.StatusBadRequest, "request body %s; it cannot be stored", why)
+		return errs.Invalidf("request body %s; it cannot be stored", why)
 	}
 	return nil
 }

@@ -10,41 +10,18 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/accounts"
+	"conduit/frontend/pages"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
-	"conduit/internal/store"
 	"conduit/internal/x402"
 )
 
-// APIError is an error with its HTTP status and the fields the spec puts in
-// the body. Handlers return these (or domain errors that fail() maps); this
-// file is the one place that turns errors into responses.
-type APIError struct {
-	Status  int
-	Message string
-	// Code is the spec's machine-readable code (INSUFFICIENT_CREDITS, …).
-	Code string
-	// Extra fields that sit beside error/code in the body (balanceUsd, …).
-	Extra map[string]any
-	// RetryAfter, when set, is sent as the Retry-After header (seconds).
-	RetryAfter time.Duration
-	// Challenge is the x402 challenge of a 402 (errs.Error.Challenge).
-	Challenge *x402.PaymentRequired
-	// Scope is the missing scope of a 403 (errs.Error.Scope).
-	Scope string
-}
-
-// unavailableRetry is what a 503 for a database outage asks callers to
-// wait before trying again.
-const unavailableRetry = 5 * time.Second
-
-func (e *APIError) Error() string { return e.Message }
-
-// errorf builds an APIError with a formatted message.
-func errorf(status int, format string, args ...any) *APIError {
-	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
-}
+// This file is the one place that knows HTTP's error statuses: handlers,
+// middleware and domain services return *errs.Error values (or any error,
+// which becomes a 500 saying nothing internal), and the kind of each picks
+// its status from one table, statuses. The body's shape is the route
+// family's (useShape); a 402 carrying an x402 challenge and a 403 naming a
+// missing scope add their headers here too.
 
 // errorShape says how a route group writes errors: the spec fixes a body
 // shape per endpoint family.
@@ -73,51 +50,46 @@ func useShape(s errorShape) gin.HandlerFunc {
 // fail writes err as the response and stops the handler chain. Unknown
 // errors become a 500 whose body says nothing internal; the cause is logged.
 func fail(c *gin.Context, err error) {
-	writeError(c, toAPIError(c, err))
+	writeError(c, toError(c, err))
 }
 
-// toAPIError maps domain errors to their status and message.
-func toAPIError(c *gin.Context, err error) *APIError {
-	var apiErr *APIError
-	var inputErr *accounts.InputError
-	var grantErr *accounts.GrantError
-	var domainErr *errs.Error
-	switch {
-	case errors.As(err, &apiErr):
-		return apiErr
-	case errors.As(err, &domainErr):
-		e := &APIError{Status: statusOf(domainErr.Kind), Message: domainErr.Msg, Code: domainErr.Code, Extra: domainErr.Extra,
-			RetryAfter: domainErr.RetryAfter, Scope: domainErr.Scope}
-		switch ch := domainErr.Challenge.(type) {
-		case x402.PaymentRequired:
-			e.Challenge = &ch
-		case *x402.PaymentRequired:
-			e.Challenge = ch
-		}
-		if domainErr.Kind == errs.Internal {
-			logging.From(c.Request.Context()).Error("request failed", "err", err)
+// classifier says what kind of failure an error from below the domain is,
+// or nil when it cannot tell.
+type classifier func(error) *errs.Error
+
+const classifierKey = "conduit.classifier"
+
+// classifyWith lets toError classify the failures of the packages under
+// the domain without this package importing them: the store's outages
+// (PostgreSQL down or restarting) are pgx errors, which only the store
+// knows how to read, so the server is handed store.Classify at wiring time
+// (server.go). The store's sentinels that reach callers
+// (store.ErrNotFound, store.ErrIdempotencyConflict) are errs values
+// already and need no classifier.
+func classifyWith(f classifier) gin.HandlerFunc {
+	return func(c *gin.Context) { c.Set(classifierKey, f); c.Next() }
+}
+
+// toError is err in the domain's vocabulary.
+func toError(c *gin.Context, err error) *errs.Error {
+	log := logging.From(c.Request.Context())
+	if e, ok := errs.As(err); ok {
+		if e.Kind == errs.Internal {
+			log.Error("request failed", "err", err)
 		}
 		return e
-	case errors.As(err, &inputErr):
-		return &APIError{Status: http.StatusBadRequest, Message: inputErr.Msg}
-	case errors.As(err, &grantErr):
-		return &APIError{Status: http.StatusForbidden, Message: grantErr.Msg, Extra: map[string]any{"missingPermissions": grantErr.Missing}}
-	case errors.Is(err, accounts.ErrNoCredentials), errors.Is(err, accounts.ErrUnauthenticated):
-		return &APIError{Status: http.StatusUnauthorized, Message: authMessage(err)}
-	case errors.Is(err, store.ErrNotFound):
-		return &APIError{Status: http.StatusNotFound, Message: "not found"}
-	case errors.Is(err, store.ErrIdempotencyConflict):
-		return &APIError{Status: http.StatusConflict, Message: err.Error()}
-	case store.Unavailable(err):
-		// PostgreSQL is down or restarting: nothing the caller sent is
-		// wrong, and the same call works once it is back.
-		logging.From(c.Request.Context()).Warn("database unavailable", "err", err)
-		return &APIError{Status: http.StatusServiceUnavailable, RetryAfter: unavailableRetry,
-			Message: "the service is temporarily unavailable (its database cannot be reached); try again shortly"}
-	default:
-		logging.From(c.Request.Context()).Error("request failed", "err", err)
-		return &APIError{Status: http.StatusInternalServerError, Message: "internal error"}
 	}
+	if e := fromAPIError(err); e != nil {
+		return e
+	}
+	if v, ok := c.Get(classifierKey); ok {
+		if e := v.(classifier)(err); e != nil {
+			log.Warn("dependency unavailable", "err", err)
+			return e
+		}
+	}
+	log.Error("request failed", "err", err)
+	return &errs.Error{Kind: errs.Internal, Msg: "internal error"}
 }
 
 // statuses is the HTTP status of each domain error kind: the one table
@@ -150,35 +122,62 @@ func statusOf(k errs.Kind) int {
 	return http.StatusInternalServerError
 }
 
-// authMessage: the spec's wording for a bad bearer.
-func authMessage(err error) string {
-	if errors.Is(err, accounts.ErrNoCredentials) {
-		return err.Error()
+// challengeOf is the x402 challenge a PaymentRequired error carries.
+func challengeOf(e *errs.Error) *x402.PaymentRequired {
+	switch ch := e.Challenge.(type) {
+	case x402.PaymentRequired:
+		return &ch
+	case *x402.PaymentRequired:
+		return ch
 	}
-	return "Invalid or expired credentials"
+	return nil
 }
 
-func writeError(c *gin.Context, e *APIError) {
+// retryAfter sets the Retry-After header an error asks for.
+func retryAfter(c *gin.Context, e *errs.Error) {
+	if e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
+	}
+}
+
+// failPage answers a page or form (frontend/pages) that cannot go on
+// with the message page: title, then err's sentence, with the status of
+// err's kind, as the API would answer it.
+func failPage(c *gin.Context, title string, err error) {
+	e := toError(c, err)
+	retryAfter(c, e)
+	renderPage(c, statusOf(e.Kind), pages.Message, pages.MessageView{Title: title, Text: e.Msg})
+}
+
+// pageStatus is the status of a page that shows its form again with a
+// refusal's sentence (200 when there is none).
+func pageStatus(refusal *errs.Error) int {
+	if refusal == nil {
+		return http.StatusOK
+	}
+	return statusOf(refusal.Kind)
+}
+
+func writeError(c *gin.Context, e *errs.Error) {
 	if c.Writer.Written() {
 		// Too late to change the status (a stream has begun); the stream's
 		// own writer reports the failure in band.
 		c.Abort()
 		return
 	}
-	if e.RetryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(e.RetryAfter.Round(time.Second)/time.Second)))
-	}
+	status := statusOf(e.Kind)
+	retryAfter(c, e)
 	switch {
-	case e.Status == http.StatusUnauthorized:
+	case status == http.StatusUnauthorized:
 		bearerChallenge(c, "")
 	case e.Scope != "":
 		bearerChallenge(c, e.Scope)
 	}
-	if e.Challenge != nil {
+	if ch := challengeOf(e); ch != nil {
 		// x402 (spec §2.1): the challenge travels as the PAYMENT-REQUIRED
 		// header and in the body, its error naming why payment is needed.
-		ch := *e.Challenge
-		ch.Error = e.Message
+		ch := *ch
+		ch.Error = e.Msg
 		h, err := x402.EncodeHeader(ch)
 		if err != nil {
 			logging.From(c.Request.Context()).Error("encoding an x402 challenge failed", "err", err)
@@ -186,11 +185,11 @@ func writeError(c *gin.Context, e *APIError) {
 			return
 		}
 		c.Header(x402.HeaderPaymentRequired, h)
-		body := gin.H{"error": e.Message, "x402Version": ch.X402Version, "resource": ch.Resource, "accepts": ch.Accepts}
+		body := gin.H{"error": e.Msg, "x402Version": ch.X402Version, "resource": ch.Resource, "accepts": ch.Accepts}
 		for k, v := range e.Extra {
 			body[k] = v
 		}
-		c.AbortWithStatusJSON(e.Status, body) // 402, or 401 for a sign-in refused with a fresh challenge
+		c.AbortWithStatusJSON(statusOf(e.Kind), body) // 402, or 401 for a sign-in refused with a fresh challenge
 		return
 	}
 	shape, _ := c.Get(shapeKey)
@@ -199,11 +198,11 @@ func writeError(c *gin.Context, e *APIError) {
 	case shapeOAuth:
 		code := e.Code
 		if code == "" {
-			code = oauthCode(e.Status)
+			code = oauthCode(status)
 		}
-		body = gin.H{"error": code, "error_description": e.Message}
+		body = gin.H{"error": code, "error_description": e.Msg}
 	case shapeOpenAI:
-		inner := gin.H{"message": e.Message, "type": openAIType(e.Status)}
+		inner := gin.H{"message": e.Msg, "type": openAIType(status)}
 		if e.Code != "" {
 			inner["code"] = e.Code
 		}
@@ -212,7 +211,7 @@ func writeError(c *gin.Context, e *APIError) {
 		}
 		body = gin.H{"error": inner}
 	default:
-		body = gin.H{"error": e.Message}
+		body = gin.H{"error": e.Msg}
 		if e.Code != "" {
 			body["code"] = e.Code
 		}
@@ -220,7 +219,14 @@ func writeError(c *gin.Context, e *APIError) {
 			body[k] = v
 		}
 	}
-	c.AbortWithStatusJSON(e.Status, body)
+	c.AbortWithStatusJSON(status, body)
+}
+
+// inBandError is an error reported inside a chat-completions stream that
+// has begun (too late for a status): the last event, as OpenAI's API sends
+// it.
+func inBandError(e *errs.Error) gin.H {
+	return gin.H{"error": gin.H{"message": e.Msg, "type": openAIType(statusOf(e.Kind))}}
 }
 
 // openAIType names the error class the way OpenAI-compatible clients
@@ -307,4 +313,59 @@ func bearerChallenge(c *gin.Context, scope string) {
 		h += " " + strings.Join(params, ", ")
 	}
 	c.Header("WWW-Authenticate", h)
+}
+
+// APIError is the error type handlers used before they returned *errs.Error
+// values. It is kept until the branches converting paycall.go, speech.go,
+// music.go, video.go, purchases.go, deliveries.go, billing.go, enclaves.go,
+// enclave_signing.go, tasks.go and admin.go merge; then delete it with
+// errorf, toAPIError and fromAPIError (and its call in toError).
+type APIError struct {
+	Status  int
+	Message string
+	// Code is the spec's machine-readable code (INSUFFICIENT_CREDITS, …).
+	Code string
+	// Extra fields that sit beside error/code in the body (balanceUsd, …).
+	Extra map[string]any
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter time.Duration
+	// Challenge is the x402 challenge of a 402 (errs.Error.Challenge).
+	Challenge *x402.PaymentRequired
+	// Scope is the missing scope of a 403 (errs.Error.Scope).
+	Scope string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// errorf builds an APIError with a formatted message (kept until …, as
+// APIError).
+func errorf(status int, format string, args ...any) *APIError {
+	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
+}
+
+// fromAPIError is an APIError in the domain's vocabulary, its kind the one
+// the statuses table gives its status (nil for any other error).
+func fromAPIError(err error) *errs.Error {
+	var a *APIError
+	if !errors.As(err, &a) {
+		return nil
+	}
+	e := &errs.Error{Kind: errs.Internal, Msg: a.Message, Code: a.Code, Extra: a.Extra, RetryAfter: a.RetryAfter, Scope: a.Scope}
+	if a.Challenge != nil {
+		e.Challenge = a.Challenge
+	}
+	for k, st := range statuses {
+		if st == a.Status {
+			e.Kind = k
+		}
+	}
+	return e
+}
+
+// toAPIError is err as an APIError (kept until …, as APIError; callers
+// move to toError).
+func toAPIError(c *gin.Context, err error) *APIError {
+	e := toError(c, err)
+	return &APIError{Status: statusOf(e.Kind), Message: e.Msg, Code: e.Code, Extra: e.Extra,
+		RetryAfter: e.RetryAfter, Challenge: challengeOf(e), Scope: e.Scope}
 }

@@ -6,24 +6,28 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"go.temporal.io/sdk/client"
+
+	"conduit/internal/errs"
 )
 
 // health answers 200 only when both Postgres and Temporal answer within two
-// seconds; otherwise 503 with which one is down.
+// seconds; otherwise 503 with which one is down. The pings are given at
+// wiring time (server.go).
 func (s *Server) health(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	pg, tp := "ok", "ok"
-	if err := s.deps.Store.Ping(ctx); err != nil {
+	if err := s.pingPostgres(ctx); err != nil {
 		pg = "unreachable"
 	}
-	if _, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+	if err := s.pingTemporal(ctx); err != nil {
 		tp = "unreachable"
 	}
 	status, code := "ok", http.StatusOK
 	if pg != "ok" || tp != "ok" {
-		status, code = "unavailable", http.StatusServiceUnavailable
+		// The body is the readiness report, not an error body; its status
+		// is an outage's.
+		status, code = "unavailable", statusOf(errs.Unavailable)
 	}
 	c.JSON(code, gin.H{"status": status, "postgres": pg, "temporal": tp})
 }

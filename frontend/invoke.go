@@ -3,12 +3,12 @@ package frontend
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/runs"
 	"conduit/workflows"
 )
@@ -16,17 +16,6 @@ import (
 // The invoke API (spec §4.1, §4.2) and run history. Admission, the run
 // record and history pages are internal/runs' rules, which the tool
 // server calls too.
-
-// truncatedRunID is the 404 for a run id without its '#': every run id has
-// one, so this is an id whose '#' was sent raw and cut the query there (a
-// raw '#' starts the URL's fragment, which never reaches the server).
-func truncatedRunID(runID string) error {
-	if strings.Contains(runID, "#") {
-		return nil
-	}
-	return errorf(http.StatusNotFound, "run %q not found: a runId has the form <timestamp>#<8 hex>, and its '#' must be "+
-		"URL-encoded as %%23 (runId=%s%%23…); sent raw, everything from '#' on never reaches the server. Use statusUrl exactly as given", runID, url.QueryEscape(runID))
-}
 
 // invoke: POST /api/pipelines/{id}/invoke {inputs}.
 func (s *Server) invoke(c *gin.Context) {
@@ -50,7 +39,7 @@ func (s *Server) invoke(c *gin.Context) {
 	}
 	key := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
 	if len(key) > 200 {
-		fail(c, errorf(http.StatusBadRequest, "Idempotency-Key must be at most 200 characters"))
+		fail(c, errs.Invalidf("Idempotency-Key must be at most 200 characters"))
 		return
 	}
 	if err := storable("the Idempotency-Key header", key); err != nil {
@@ -77,10 +66,10 @@ func (s *Server) pollRun(c *gin.Context) {
 	p := currentPipeline(c)
 	runID := c.Query("runId")
 	if runID == "" {
-		fail(c, errorf(http.StatusBadRequest, "query parameter runId is required (URL-encode its # as %%23)"))
+		fail(c, errs.Invalidf("query parameter runId is required (URL-encode its # as %%23)"))
 		return
 	}
-	if err := truncatedRunID(runID); err != nil {
+	if err := runs.CheckRunID(runID); err != nil {
 		fail(c, err)
 		return
 	}

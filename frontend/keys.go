@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/accounts"
+	"conduit/internal/errs"
 )
 
 // createKey: POST /api/keys {name, permissions?, walletAddress?}. A key
@@ -22,7 +23,7 @@ func (s *Server) createKey(c *gin.Context) {
 		return
 	}
 	if body.Name == nil {
-		fail(c, errorf(http.StatusBadRequest, "name is required"))
+		fail(c, errs.Invalidf("name is required"))
 		return
 	}
 	k, plain, err := s.deps.Accounts.CreateKeyAs(c.Request.Context(), principal(c), accounts.KeyRequest{
@@ -40,7 +41,7 @@ func (s *Server) createKey(c *gin.Context) {
 
 // listKeys: GET /api/keys.
 func (s *Server) listKeys(c *gin.Context) {
-	keys, err := s.deps.Store.APIKeys(c.Request.Context(), principal(c).AccountID)
+	keys, err := s.deps.Accounts.Keys(c.Request.Context(), principal(c).AccountID)
 	if err != nil {
 		fail(c, err)
 		return
@@ -54,7 +55,7 @@ func (s *Server) listKeys(c *gin.Context) {
 
 // getKey: GET /api/keys/{id}.
 func (s *Server) getKey(c *gin.Context) {
-	k, err := s.deps.Store.APIKey(c.Request.Context(), principal(c).AccountID, c.Param("id"))
+	k, err := s.deps.Accounts.Key(c.Request.Context(), principal(c).AccountID, c.Param("id"))
 	if err != nil {
 		fail(c, err)
 		return
@@ -78,24 +79,24 @@ func (s *Server) updateKey(c *gin.Context) {
 		case "name":
 			err = json.Unmarshal(v, &p.Name)
 			if err == nil && p.Name == nil {
-				err = errorf(http.StatusBadRequest, "name must be a string")
+				err = errs.Invalidf("name must be a string")
 			}
 		case "permissions":
 			err = json.Unmarshal(v, &p.Permissions)
 			if err == nil && p.Permissions == nil {
-				err = errorf(http.StatusBadRequest, "permissions must be an array of scope names")
+				err = errs.Invalidf("permissions must be an array of scope names")
 			}
 		case "status":
 			err = json.Unmarshal(v, &p.Status)
 			if err == nil && p.Status == nil {
-				err = errorf(http.StatusBadRequest, "status must be active or inactive")
+				err = errs.Invalidf("status must be active or inactive")
 			}
 		case "walletAddress":
 			var w *string
 			err = json.Unmarshal(v, &w)
 			p.WalletAddress = &w
 		default:
-			err = errorf(http.StatusBadRequest, "unknown field %q (updatable: name, permissions, status, walletAddress)", field)
+			err = errs.Invalidf("unknown field %q (updatable: name, permissions, status, walletAddress)", field)
 		}
 		if err != nil {
 			fail(c, asBadRequest(err, field))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/library"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) listMedia(c *gin.Context) {
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 100 {
-			fail(c, errorf(http.StatusBadRequest, "limit must be 1 to 100"))
+			fail(c, errs.Invalidf("limit must be 1 to 100"))
 			return
 		}
 		in.Limit = n

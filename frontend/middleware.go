@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/logging"
 )
 
@@ -60,7 +61,7 @@ func recovery() gin.HandlerFunc {
 					panic(r)
 				}
 				logging.From(c.Request.Context()).Error("panic in handler", "panic", r, "stack", string(debug.Stack()))
-				writeError(c, &APIError{Status: http.StatusInternalServerError, Message: "internal error"})
+				writeError(c, &errs.Error{Kind: errs.Internal, Msg: "internal error"})
 			}
 		}()
 		c.Next()

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"conduit/internal/errs"
 )
 
 // router builds a bare engine with the real middleware and the given routes.
@@ -75,7 +77,7 @@ func TestRequestIDIsEchoedOrMinted(t *testing.T) {
 }
 
 func TestErrorShapesCarryCodeAndExtras(t *testing.T) {
-	e := &APIError{Status: 402, Message: "insufficient credits", Code: "INSUFFICIENT_CREDITS", Extra: map[string]any{"balanceUsd": 0.5}}
+	e := &errs.Error{Kind: errs.PaymentRequired, Msg: "insufficient credits", Code: "INSUFFICIENT_CREDITS", Extra: map[string]any{"balanceUsd": 0.5}}
 	r := testRouter(slog.New(slog.DiscardHandler), func(r *gin.Engine) {
 		r.GET("/plain", func(c *gin.Context) { fail(c, e) })
 		r.GET("/openai", useShape(shapeOpenAI), func(c *gin.Context) { fail(c, e) })

@@ -7,6 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/frontend/pages"
+	"conduit/internal/errs"
 	"conduit/internal/humans"
 	"conduit/internal/oauth"
 )
@@ -46,8 +48,8 @@ func (s *Server) mountOAuth(r *gin.Engine) {
 // oauthOn answers 503 while OAuth is not configured (oauth.secret).
 func (s *Server) oauthOn(c *gin.Context) {
 	if s.deps.OAuth == nil {
-		fail(c, &APIError{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable",
-			Message: "OAuth is not configured on this deployment (oauth.secret); use an API key"})
+		fail(c, &errs.Error{Kind: errs.Unavailable, Code: "temporarily_unavailable",
+			Msg: "OAuth is not configured on this deployment (oauth.secret); use an API key"})
 		return
 	}
 	c.Next()
@@ -94,12 +96,8 @@ func (s *Server) registerClient(c *gin.Context) {
 		return
 	}
 	resp, err := s.deps.OAuth.Register(c.Request.Context(), body)
-	var refused *oauth.RegistrationError
-	if errors.As(err, &refused) {
-		fail(c, &APIError{Status: http.StatusBadRequest, Code: refused.Code, Message: refused.Description})
-		return
-	}
 	if err != nil {
+		// A refusal is Invalid with RFC 7591's code (internal/oauth).
 		fail(c, err)
 		return
 	}
@@ -142,23 +140,23 @@ func (s *Server) authorize(c *gin.Context) {
 		return
 	}
 	grant, lacking := req.Grantable(h.Principal())
-	v := consentView{
+	v := pages.ConsentView{
 		ClientName: req.ClientName, ClientID: req.ClientID, RedirectHost: req.RedirectHost,
 		Email: h.Login.Email, AccountID: h.Login.AccountID, CSRF: humans.CSRFToken(session),
 		AccessTTL: s.deps.Config.OAuth.AccessTokenTTL.String(), Action: oauth.AuthorizePath,
 	}
 	for _, sc := range grant {
-		v.Grant = append(v.Grant, scopeView{Name: sc, Text: oauth.ScopeText(sc)})
+		v.Grant = append(v.Grant, pages.ScopeView{Name: sc, Text: oauth.ScopeText(sc)})
 	}
 	for _, sc := range lacking {
-		v.Lacking = append(v.Lacking, scopeView{Name: sc, Text: oauth.ScopeText(sc)})
+		v.Lacking = append(v.Lacking, pages.ScopeView{Name: sc, Text: oauth.ScopeText(sc)})
 	}
 	for k, vals := range req.Params {
 		for _, val := range vals {
-			v.Params = append(v.Params, paramView{Name: k, Value: val})
+			v.Params = append(v.Params, pages.ParamView{Name: k, Value: val})
 		}
 	}
-	renderPage(c, http.StatusOK, consentTemplate, v)
+	renderPage(c, http.StatusOK, pages.Consent, v)
 }
 
 // decide: POST /oauth/authorize, the consent form. Same-origin, signed
@@ -167,12 +165,12 @@ func (s *Server) authorize(c *gin.Context) {
 func (s *Server) decide(c *gin.Context) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
 	if err := s.crossOrigin.Check(c.Request); err != nil {
-		messagePage(c, http.StatusForbidden, "This form came from another site", "Go back to the application you were connecting and start again.")
+		failPage(c, "This form came from another site", errs.Forbiddenf("Go back to the application you were connecting and start again."))
 		return
 	}
 	h, session, err := s.signedIn(c)
 	if errors.Is(err, humans.ErrNoSession) {
-		messagePage(c, http.StatusUnauthorized, "You are signed out", "Your sign-in ended before you answered. Go back to the application you were connecting and start again.")
+		failPage(c, "You are signed out", errs.Unauthorizedf("Your sign-in ended before you answered. Go back to the application you were connecting and start again."))
 		return
 	}
 	if err != nil {
@@ -180,7 +178,7 @@ func (s *Server) decide(c *gin.Context) {
 		return
 	}
 	if !humans.CheckCSRF(session, c.PostForm("csrf")) {
-		messagePage(c, http.StatusForbidden, "This form has expired", "Go back to the application you were connecting and start again.")
+		failPage(c, "This form has expired", errs.Forbiddenf("Go back to the application you were connecting and start again."))
 		return
 	}
 	ctx := c.Request.Context()
@@ -196,7 +194,7 @@ func (s *Server) decide(c *gin.Context) {
 	case "deny":
 		s.deps.OAuth.Deny(ctx, c.Writer, req)
 	default:
-		messagePage(c, http.StatusBadRequest, "No answer given", "Choose Allow or Deny.")
+		failPage(c, "No answer given", errs.Invalidf("Choose Allow or Deny."))
 		return
 	}
 	c.Abort()

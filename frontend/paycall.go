@@ -198,7 +198,7 @@ wait:
 	now, err := s.payPerCall.Look(ctx, a.Kind, a.RunID)
 	if err != nil {
 		// The 200 is out: the error goes in the body, with the run to poll.
-		b, _ := json.Marshal(gin.H{"error": toAPIError(c, err).Message, "runId": a.RunID, "statusUrl": a.StatusURL})
+		b, _ := json.Marshal(gin.H{"error": toError(c, err).Msg, "runId": a.RunID, "statusUrl": a.StatusURL})
 		_, _ = c.Writer.Write(b)
 		return
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/store"
+	"conduit/internal/pipelines"
 )
 
 // The management API of pipelines (docs/pipelines.md). The rules live in
@@ -28,12 +28,12 @@ func (s *Server) loadPipeline(c *gin.Context) {
 	c.Next()
 }
 
-func currentPipeline(c *gin.Context) store.Pipeline {
+func currentPipeline(c *gin.Context) pipelines.Row {
 	p, _ := c.Get(pipelineKey)
-	return p.(store.Pipeline)
+	return p.(pipelines.Row)
 }
 
-func (s *Server) respondPipeline(c *gin.Context, status int, p store.Pipeline) {
+func (s *Server) respondPipeline(c *gin.Context, status int, p pipelines.Row) {
 	out, err := s.pipes.Detail(c.Request.Context(), p)
 	if err != nil {
 		fail(c, err)
@@ -43,7 +43,7 @@ func (s *Server) respondPipeline(c *gin.Context, status int, p store.Pipeline) {
 }
 
 // respondChanged answers a change with the pipeline as it now is.
-func (s *Server) respondChanged(c *gin.Context, p store.Pipeline, err error) {
+func (s *Server) respondChanged(c *gin.Context, p pipelines.Row, err error) {
 	if err != nil {
 		fail(c, err)
 		return

@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"time"
@@ -41,8 +40,9 @@ func perAddress(formatted, format string) gin.HandlerFunc {
 		if reset, err := strconv.ParseInt(c.Writer.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
 			retry = max(1, reset-time.Now().Unix())
 		}
-		c.Header("Retry-After", strconv.FormatInt(retry, 10))
-		writeError(c, errorf(http.StatusTooManyRequests, format, rate.Limit, rate.Period, retry))
+		e := errs.TooManyf(format, rate.Limit, rate.Period, retry)
+		e.RetryAfter = time.Duration(retry) * time.Second
+		writeError(c, e)
 	}), mgin.WithErrorHandler(func(c *gin.Context, err error) { fail(c, err) }))
 }
 

@@ -46,7 +46,7 @@ type runDetail struct {
 // account's run is a 404 like a missing one.
 func (s *Server) accountRun(c *gin.Context) {
 	runID := c.Param("runId")
-	if err := truncatedRunID(runID); err != nil {
+	if err := runs.CheckRunID(runID); err != nil {
 		fail(c, err)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"conduit/internal/apikey"
 	"conduit/internal/checkout"
 	"conduit/internal/config"
+	"conduit/internal/errs"
 	"conduit/internal/humans"
 	"conduit/internal/library"
 	"conduit/internal/models"
@@ -82,17 +83,23 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	// spa is the dashboard app (spa.go).
 	spa *spa
+	// pingPostgres and pingTemporal are the readiness checks (health.go).
+	pingPostgres, pingTemporal func(context.Context) error
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
 
 // New builds the router with every route of the API.
 func New(d Deps) *Server {
-	s := &Server{deps: d}
+	s := &Server{deps: d, pingPostgres: d.Store.Ping,
+		pingTemporal: func(ctx context.Context) error {
+			_, err := d.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}}
 	s.payPerCall = paycall.New(paycall.Service{Store: d.Store, Temporal: d.Temporal, Payments: d.Payments, Media: d.Media, BaseURL: d.Config.BaseURL(), Log: d.Log})
 	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
 	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
-		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL()}
+		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL(), Deltas: d.Deltas}
 	s.newToolServer(d)
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()
@@ -112,15 +119,15 @@ func New(d Deps) *Server {
 	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
-	r.Use(requestContext(d.Log), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
+	r.Use(requestContext(d.Log), classifyWith(store.Classify), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
 	r.NoRoute(func(c *gin.Context) {
 		if s.spa.fallback(c) {
 			return
 		}
-		writeError(c, errorf(http.StatusNotFound, "no route for %s %s", c.Request.Method, c.Request.URL.Path))
+		writeError(c, errs.NotFoundf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
-		writeError(c, errorf(http.StatusMethodNotAllowed, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+		writeError(c, errs.New(errs.MethodNotAllowed, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
 
 	// Every route checks its path and query parameters at the edge

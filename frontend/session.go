@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/internal/humans"
 	"conduit/internal/logging"
 )
@@ -49,7 +50,7 @@ type credentials struct {
 func (s *Server) getSession(c *gin.Context) {
 	h, session, err := s.signedIn(c)
 	if errors.Is(err, humans.ErrNoSession) {
-		fail(c, errorf(http.StatusUnauthorized, "not signed in"))
+		fail(c, errs.Unauthorizedf("not signed in"))
 		return
 	}
 	if err != nil {
@@ -67,11 +68,11 @@ func (s *Server) getSession(c *gin.Context) {
 func (s *Server) jsonFromThisSite(c *gin.Context) bool {
 	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if mt != "application/json" {
-		fail(c, errorf(http.StatusUnsupportedMediaType, "send the body as JSON (Content-Type: application/json)"))
+		fail(c, errs.New(errs.Unsupported, "send the body as JSON (Content-Type: application/json)"))
 		return false
 	}
 	if err := s.crossOrigin.Check(c.Request); err != nil {
-		fail(c, errorf(http.StatusForbidden, "cross-origin request refused"))
+		fail(c, errs.Forbiddenf("cross-origin request refused"))
 		return false
 	}
 	return true
@@ -95,7 +96,7 @@ func (s *Server) createSession(c *gin.Context) {
 	token, h, err := s.deps.Humans.SignIn(c.Request.Context(), body.Email, body.Password)
 	if errors.Is(err, humans.ErrBadCredentials) {
 		logging.From(c.Request.Context()).Info("sign-in refused")
-		fail(c, errorf(http.StatusUnauthorized, "the email or the password is wrong"))
+		fail(c, errs.Unauthorizedf("the email or the password is wrong"))
 		return
 	}
 	if err != nil {
@@ -115,7 +116,7 @@ func (s *Server) deleteSession(c *gin.Context) {
 	switch {
 	case err == nil:
 		if !humans.CheckCSRF(session, c.GetHeader(CSRFHeader)) {
-			fail(c, errorf(http.StatusForbidden, "missing or wrong %s header: send the csrfToken of GET %s", CSRFHeader, SessionPath))
+			fail(c, errs.Forbiddenf("missing or wrong %s header: send the csrfToken of GET %s", CSRFHeader, SessionPath))
 			return
 		}
 		if err := s.deps.Humans.SignOut(c.Request.Context(), session); err != nil {
@@ -176,8 +177,8 @@ func (s *Server) apiSignInAllowed(c *gin.Context, key string) bool {
 		return true
 	}
 	retry := max(1, lc.Reset-time.Now().Unix())
-	fail(c, &APIError{Status: http.StatusTooManyRequests, RetryAfter: time.Duration(retry) * time.Second,
-		Message: "too many sign-in attempts; try again later"})
+	fail(c, &errs.Error{Kind: errs.TooManyRequests, RetryAfter: time.Duration(retry) * time.Second,
+		Msg: "too many sign-in attempts; try again later"})
 	return false
 }
 
@@ -198,11 +199,11 @@ func (s *Server) sessionPrincipal(c *gin.Context) (ok bool, stop bool) {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
 		if !humans.CheckCSRF(session, c.GetHeader(CSRFHeader)) {
-			fail(c, errorf(http.StatusForbidden, "missing or wrong %s header: a request signed in by the session cookie must send the csrfToken of GET %s", CSRFHeader, SessionPath))
+			fail(c, errs.Forbiddenf("missing or wrong %s header: a request signed in by the session cookie must send the csrfToken of GET %s", CSRFHeader, SessionPath))
 			return false, true
 		}
 		if err := s.crossOrigin.Check(c.Request); err != nil {
-			fail(c, errorf(http.StatusForbidden, "cross-origin request refused"))
+			fail(c, errs.Forbiddenf("cross-origin request refused"))
 			return false, true
 		}
 	}

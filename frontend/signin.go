@@ -1,13 +1,9 @@
 package frontend
 
 import (
-	"bytes"
-	_ "embed"
 	"errors"
-	"html/template"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +11,8 @@ import (
 	"github.com/ulule/limiter/v3"
 	"github.com/ulule/limiter/v3/drivers/store/memory"
 
+	"conduit/frontend/pages"
+	"conduit/internal/errs"
 	"conduit/internal/humans"
 	"conduit/internal/logging"
 )
@@ -41,63 +39,17 @@ const (
 	formCookie = "conduit_signin"
 )
 
-var (
-	//go:embed dashboard/signin.html
-	signInHTML string
-	//go:embed dashboard/consent.html
-	consentHTML string
-	//go:embed dashboard/message.html
-	messageHTML string
-	//go:embed dashboard/page.html
-	pageHTML string
-
-	signInTemplate  = pageTemplate("signin", signInHTML)
-	consentTemplate = pageTemplate("consent", consentHTML)
-	messageTemplate = pageTemplate("message", messageHTML)
-)
-
-// pageTemplate is a sign-in page with the shared head (dashboard/page.html).
-func pageTemplate(name, body string) *template.Template {
-	return template.Must(template.Must(template.New(name).Parse(body)).Parse(pageHTML))
-}
-
-type signInView struct {
-	Error, Email, Next, CSRF string
-	// SignedIn shows who is signed in and a sign-out form instead.
-	SignedIn bool
-	Action   string
-	Out      string
-}
-
-type scopeView struct{ Name, Text string }
-
-type paramView struct{ Name, Value string }
-
-type consentView struct {
-	ClientName, ClientID, RedirectHost string
-	Email, AccountID, CSRF, AccessTTL  string
-	Action                             string
-	Grant, Lacking                     []scopeView
-	Params                             []paramView
-}
-
-type messageView struct{ Title, Text string }
-
-// renderPage writes an HTML page; pages may submit forms to this origin
-// only and run no script.
-func renderPage(c *gin.Context, status int, t *template.Template, v any) {
-	var page bytes.Buffer
-	if err := t.Execute(&page, v); err != nil {
+// renderPage writes a page (frontend/pages); pages may submit forms to
+// this origin only and run no script.
+func renderPage(c *gin.Context, status int, p *pages.Page, v any) {
+	page, err := p.Render(v)
+	if err != nil {
 		fail(c, err)
 		return
 	}
 	c.Header("Content-Security-Policy", apiPolicy+"; form-action 'self'")
-	c.Data(status, "text/html; charset=utf-8", page.Bytes())
+	c.Data(status, "text/html; charset=utf-8", page)
 	c.Abort()
-}
-
-func messagePage(c *gin.Context, status int, title, text string) {
-	renderPage(c, status, messageTemplate, messageView{Title: title, Text: text})
 }
 
 // secureCookies: cookies are Secure (and the session a __Host- cookie)
@@ -159,19 +111,25 @@ func (s *Server) signInPage(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, next)
 		return
 	case err == nil:
-		renderPage(c, http.StatusOK, signInTemplate, signInView{SignedIn: true, Email: h.Login.Email, CSRF: humans.CSRFToken(session), Out: SignOutPath})
+		renderPage(c, http.StatusOK, pages.SignIn, pages.SignInView{SignedIn: true, Email: h.Login.Email, CSRF: humans.CSRFToken(session), Out: SignOutPath})
 		return
 	case !errors.Is(err, humans.ErrNoSession):
 		fail(c, err)
 		return
 	}
-	s.signInForm(c, http.StatusOK, "", "", next)
+	s.signInForm(c, nil, "", next)
 }
 
-func (s *Server) signInForm(c *gin.Context, status int, msg, email, next string) {
+// signInForm shows the form, with refusal's sentence when it is shown
+// again.
+func (s *Server) signInForm(c *gin.Context, refusal *errs.Error, email, next string) {
 	token := humans.NewFormToken()
 	s.setCookie(c, formCookie, token, SignInPath, time.Now().Add(time.Hour))
-	renderPage(c, status, signInTemplate, signInView{Error: msg, Email: email, Next: next, CSRF: token, Action: SignInPath})
+	v := pages.SignInView{Email: email, Next: next, CSRF: token, Action: SignInPath}
+	if refusal != nil {
+		v.Error = refusal.Msg
+	}
+	renderPage(c, pageStatus(refusal), pages.SignIn, v)
 }
 
 // signIn: POST /signin {email, password, csrf, next}. Same-origin with the
@@ -180,13 +138,13 @@ func (s *Server) signInForm(c *gin.Context, status int, msg, email, next string)
 func (s *Server) signIn(c *gin.Context) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
 	if err := s.crossOrigin.Check(c.Request); err != nil {
-		messagePage(c, http.StatusForbidden, "This form came from another site", "Open the sign-in page on this site and sign in there.")
+		failPage(c, "This form came from another site", errs.Forbiddenf("Open the sign-in page on this site and sign in there."))
 		return
 	}
 	email, next := c.PostForm("email"), safeNext(c.PostForm("next"))
 	ck, err := c.Request.Cookie(formCookie)
 	if err != nil || !humans.SameToken(ck.Value, c.PostForm("csrf")) {
-		messagePage(c, http.StatusForbidden, "This form has expired", "Reload the sign-in page and try again.")
+		failPage(c, "This form has expired", errs.Forbiddenf("Reload the sign-in page and try again."))
 		return
 	}
 	if !s.signInAllowed(c, "addr/"+addressKey(c)) || !s.signInAllowed(c, "email/"+strings.ToLower(strings.TrimSpace(email))) {
@@ -198,7 +156,7 @@ func (s *Server) signIn(c *gin.Context) {
 		if len(email) > 254 {
 			email = ""
 		}
-		s.signInForm(c, http.StatusUnauthorized, "The email or the password is wrong.", email, next)
+		s.signInForm(c, errs.Unauthorizedf("The email or the password is wrong."), email, next)
 		return
 	}
 	if err != nil {
@@ -218,7 +176,7 @@ func (s *Server) signIn(c *gin.Context) {
 func (s *Server) signOut(c *gin.Context) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
 	if err := s.crossOrigin.Check(c.Request); err != nil {
-		messagePage(c, http.StatusForbidden, "This form came from another site", "Sign out from this site's pages.")
+		failPage(c, "This form came from another site", errs.Forbiddenf("Sign out from this site's pages."))
 		return
 	}
 	_, session, err := s.signedIn(c)
@@ -228,7 +186,7 @@ func (s *Server) signOut(c *gin.Context) {
 	}
 	if err == nil {
 		if !humans.CheckCSRF(session, c.PostForm("csrf")) {
-			messagePage(c, http.StatusForbidden, "This form has expired", "Reload the page and try again.")
+			failPage(c, "This form has expired", errs.Forbiddenf("Reload the page and try again."))
 			return
 		}
 		if err := s.deps.Humans.SignOut(c.Request.Context(), session); err != nil {
@@ -263,7 +221,8 @@ func (s *Server) signInAllowed(c *gin.Context, key string) bool {
 		return true
 	}
 	retry := max(1, lc.Reset-time.Now().Unix())
-	c.Header("Retry-After", strconv.FormatInt(retry, 10))
-	messagePage(c, http.StatusTooManyRequests, "Too many sign-in attempts", "Wait "+strconv.FormatInt(retry, 10)+" seconds, then try again.")
+	e := errs.TooManyf("Wait %d seconds, then try again.", retry)
+	e.RetryAfter = time.Duration(retry) * time.Second
+	failPage(c, "Too many sign-in attempts", e)
 	return false
 }

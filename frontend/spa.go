@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/errs"
 	"conduit/ui"
 )
 
@@ -72,12 +73,12 @@ func (a *spa) serveIndex(c *gin.Context) {
 func (a *spa) serveAsset(c *gin.Context) {
 	name := path.Clean("assets/" + strings.TrimPrefix(c.Param("file"), "/"))
 	if !strings.HasPrefix(name, "assets/") {
-		writeError(c, errorf(http.StatusNotFound, "no such file"))
+		writeError(c, errs.NotFoundf("no such file"))
 		return
 	}
 	body, err := fs.ReadFile(a.files, name)
 	if err != nil {
-		writeError(c, errorf(http.StatusNotFound, "no such file"))
+		writeError(c, errs.NotFoundf("no such file"))
 		return
 	}
 	ct := "application/octet-stream"

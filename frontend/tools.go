@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"conduit/internal/accounts"
+	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/tools"
 )
@@ -121,7 +122,7 @@ func (s *Server) listTools(c *gin.Context) {
 func (s *Server) callTool(c *gin.Context) {
 	t, ok := s.tools.Lookup(c.Param("name"))
 	if !ok {
-		fail(c, errorf(http.StatusNotFound, "there is no tool named %q; GET %s lists them", c.Param("name"), ToolsPath))
+		fail(c, errs.NotFoundf("there is no tool named %q; GET %s lists them", c.Param("name"), ToolsPath))
 		return
 	}
 	body, err := readBody(c)

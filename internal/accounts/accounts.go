@@ -7,7 +7,6 @@ package accounts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"conduit/internal/apikey"
+	"conduit/internal/errs"
 	"conduit/internal/money"
 	"conduit/internal/store"
 )
@@ -40,32 +40,20 @@ type TokenVerifier interface {
 	VerifyAccessToken(ctx context.Context, token string) (Principal, error)
 }
 
-// InputError is a request the caller must fix (400).
-type InputError struct{ Msg string }
-
-func (e *InputError) Error() string { return e.Msg }
-
-// GrantError refuses a key that asked to give permissions it does not
-// hold, or to change or delete a key holding some (403). Missing lists
-// them, sorted.
-type GrantError struct {
-	Msg     string
-	Missing []string
-}
-
-func (e *GrantError) Error() string { return e.Msg }
-
-func inputErrorf(format string, args ...any) error {
-	return &InputError{Msg: fmt.Sprintf(format, args...)}
+// grantError refuses a key that asked to give permissions it does not
+// hold, or to change or delete a key holding some: missingPermissions
+// lists them, sorted.
+func grantError(missing []string, format string, args ...any) error {
+	return errs.Forbiddenf(format, args...).With("missingPermissions", missing)
 }
 
 var (
 	// ErrUnauthenticated: no key, an unknown or malformed key, an inactive
 	// or deleted key. One error for all, so callers learn nothing about
-	// which keys exist.
-	ErrUnauthenticated = errors.New("invalid or expired credentials")
+	// which keys exist. The wording is the spec's.
+	ErrUnauthenticated error = errs.Unauthorizedf("Invalid or expired credentials")
 	// ErrNoCredentials: the request carried no bearer key at all.
-	ErrNoCredentials = errors.New("missing API key: send Authorization: Bearer <key>")
+	ErrNoCredentials error = errs.Unauthorizedf("missing API key: send Authorization: Bearer <key>")
 )
 
 // Principal is the authenticated caller.
@@ -128,7 +116,7 @@ func (s *Service) CreateAccount(ctx context.Context, name string) (store.Account
 func (s *Service) EnsureAccount(ctx context.Context, id, name string) (store.Account, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > 100 {
-		return store.Account{}, inputErrorf("account name must be 1 to 100 characters")
+		return store.Account{}, errs.Invalidf("account name must be 1 to 100 characters")
 	}
 	return s.Store.EnsureHumanAccount(ctx, id, name, FreeCredit)
 }
@@ -149,7 +137,7 @@ func (s *Service) CreateKey(ctx context.Context, account string, r KeyRequest) (
 
 // CreateKeyAs mints a key for the account of the key by, which can grant
 // at most the permissions it holds itself: asking for more (the default
-// scopes included, when by lacks them) is a GrantError naming what it
+// scopes included, when by lacks them) is a Forbidden error naming what it
 // lacks, and nothing is created.
 func (s *Service) CreateKeyAs(ctx context.Context, by Principal, r KeyRequest) (store.APIKey, string, error) {
 	return s.createKey(ctx, by.AccountID, r, &by)
@@ -163,7 +151,7 @@ func (s *Service) createKey(ctx context.Context, account string, r KeyRequest, b
 	perms := apikey.DefaultScopes()
 	if r.Permissions != nil {
 		if perms, err = apikey.NormalizeScopes(r.Permissions); err != nil {
-			return store.APIKey{}, "", &InputError{Msg: err.Error()}
+			return store.APIKey{}, "", errs.Invalidf("%s", err)
 		}
 	}
 	if err := checkWallet(r.WalletAddress); err != nil {
@@ -175,8 +163,7 @@ func (s *Service) createKey(ctx context.Context, account string, r KeyRequest, b
 			if r.Permissions == nil {
 				what = "the default permissions"
 			}
-			return store.APIKey{}, "", &GrantError{Missing: missing,
-				Msg: fmt.Sprintf("this API key cannot grant %s it does not hold: %s; a key can grant at most the permissions it holds", what, strings.Join(missing, ", "))}
+			return store.APIKey{}, "", grantError(missing, "this API key cannot grant %s it does not hold: %s; a key can grant at most the permissions it holds", what, strings.Join(missing, ", "))
 		}
 	}
 	m, err := apikey.Mint()
@@ -201,7 +188,7 @@ type KeyPatch struct {
 // can give at most the permissions it holds, so it cannot widen any key,
 // itself included; and it can change only keys whose permissions it holds
 // all of (re-activating a stronger key would hand out what it lacks).
-// Either refusal is a GrantError and changes nothing.
+// Either refusal is Forbidden (grantError) and changes nothing.
 func (s *Service) UpdateKey(ctx context.Context, by Principal, id string, p KeyPatch) (store.APIKey, error) {
 	patch := store.APIKeyPatch{Within: nonNil(by.Scopes)}
 	if p.Name != nil {
@@ -214,17 +201,16 @@ func (s *Service) UpdateKey(ctx context.Context, by Principal, id string, p KeyP
 	if p.Permissions != nil {
 		perms, err := apikey.NormalizeScopes(p.Permissions)
 		if err != nil {
-			return store.APIKey{}, &InputError{Msg: err.Error()}
+			return store.APIKey{}, errs.Invalidf("%s", err)
 		}
 		if missing := by.Lacking(perms); len(missing) > 0 {
-			return store.APIKey{}, &GrantError{Missing: missing,
-				Msg: fmt.Sprintf("this API key cannot grant permissions it does not hold: %s; a key can grant at most the permissions it holds", strings.Join(missing, ", "))}
+			return store.APIKey{}, grantError(missing, "this API key cannot grant permissions it does not hold: %s; a key can grant at most the permissions it holds", strings.Join(missing, ", "))
 		}
 		patch.Permissions = perms
 	}
 	if p.Status != nil {
 		if *p.Status != "active" && *p.Status != "inactive" {
-			return store.APIKey{}, inputErrorf("status must be active or inactive, got %q", *p.Status)
+			return store.APIKey{}, errs.Invalidf("status must be active or inactive, got %q", *p.Status)
 		}
 		patch.Status = p.Status
 	}
@@ -258,8 +244,7 @@ func (s *Service) outranked(ctx context.Context, by Principal, id, verb string) 
 		return err
 	}
 	missing := by.Lacking(k.Permissions)
-	return &GrantError{Missing: missing,
-		Msg: fmt.Sprintf("this API key cannot %s a key that holds permissions it does not hold: %s", verb, strings.Join(missing, ", "))}
+	return grantError(missing, "this API key cannot %s a key that holds permissions it does not hold: %s", verb, strings.Join(missing, ", "))
 }
 
 // nonNil makes "no scopes at all" a limit too (nil means no limit).
@@ -268,6 +253,16 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Keys are the account's API keys.
+func (s *Service) Keys(ctx context.Context, account string) ([]store.APIKey, error) {
+	return s.Store.APIKeys(ctx, account)
+}
+
+// Key is one of the account's API keys (NotFound for another's).
+func (s *Service) Key(ctx context.Context, account, id string) (store.APIKey, error) {
+	return s.Store.APIKey(ctx, account, id)
 }
 
 // Authenticate resolves an Authorization header value to its caller.
@@ -316,11 +311,11 @@ var Packs = map[money.Micros]money.Micros{
 func (s *Service) RecordPack(ctx context.Context, account string, paid money.Micros, reference string) (store.GrantResult, error) {
 	credit, ok := Packs[paid]
 	if !ok {
-		return store.GrantResult{}, inputErrorf("no credit pack costs %s USD (packs: 10, 25, 50)", paid)
+		return store.GrantResult{}, errs.Invalidf("no credit pack costs %s USD (packs: 10, 25, 50)", paid)
 	}
 	reference = strings.TrimSpace(reference)
 	if reference == "" {
-		return store.GrantResult{}, inputErrorf("a pack purchase needs its payment reference")
+		return store.GrantResult{}, errs.Invalidf("a pack purchase needs its payment reference")
 	}
 	return s.Store.Grant(ctx, account, store.EntryPack, credit, "pack/"+reference, "pack "+paid.String()+" USD")
 }
@@ -328,10 +323,10 @@ func (s *Service) RecordPack(ctx context.Context, account string, paid money.Mic
 func checkKeyName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return "", inputErrorf("name must not be empty")
+		return "", errs.Invalidf("name must not be empty")
 	}
 	if utf8.RuneCountInString(name) > 100 {
-		return "", inputErrorf("name must be at most 100 characters")
+		return "", errs.Invalidf("name must be at most 100 characters")
 	}
 	return name, nil
 }
@@ -344,12 +339,12 @@ func checkWallet(w *string) error {
 	a := *w
 	if strings.HasPrefix(a, "0x") {
 		if len(a) != 42 || strings.Trim(strings.ToLower(a[2:]), "0123456789abcdef") != "" {
-			return inputErrorf("walletAddress %q is not a 0x address of 40 hex digits", a)
+			return errs.Invalidf("walletAddress %q is not a 0x address of 40 hex digits", a)
 		}
 		return nil
 	}
 	if len(a) < 32 || len(a) > 44 || strings.Trim(a, "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz") != "" {
-		return inputErrorf("walletAddress %q is neither a 0x address nor a base58 address", a)
+		return errs.Invalidf("walletAddress %q is neither a 0x address nor a base58 address", a)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v85"
 	"github.com/stripe/stripe-go/v85/webhook"
 
+	"conduit/internal/errs"
 	"conduit/internal/store"
 )
 
@@ -49,6 +51,42 @@ func randomToken(n int) string {
 	b := make([]byte, n/2)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Session is a checkout as it is recorded.
+type Session = store.CheckoutSession
+
+// Local is the local provider when card payments use it, else nil.
+func (s *Service) Local() *Local {
+	if !s.Enabled() {
+		return nil
+	}
+	l, _ := s.Provider.(*Local)
+	return l
+}
+
+// LocalSession is account's open checkout id of the local provider, for
+// its TEST MODE page. Refusals: NotFound when account has no such local
+// checkout, Conflict once it is paid, Gone once it expired or closed.
+func (s *Service) LocalSession(ctx context.Context, account, id string) (Session, error) {
+	local := s.Local()
+	if local == nil {
+		return Session{}, errs.NotFoundf("This deployment does not use the local test checkout.")
+	}
+	cs, err := s.Store.CheckoutSessionByID(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (cs.AccountID != account || cs.Provider != local.Name())) {
+		return Session{}, errs.NotFoundf("There is no such checkout for your account.")
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	switch {
+	case cs.Status == "complete":
+		return cs, errs.Conflictf("This checkout is paid; its pack is on your balance.")
+	case cs.Status != "open" || s.now().After(cs.ExpiresAt):
+		return cs, errs.New(errs.Gone, "This checkout has expired; start a new one from the credits page.")
+	}
+	return cs, nil
 }
 
 // SuccessURL is where the buyer goes after paying: the session's success

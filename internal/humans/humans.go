@@ -69,14 +69,14 @@ func (h Human) Principal() accounts.Principal {
 func NormalizeEmail(email string) (string, error) {
 	email = strings.TrimSpace(email)
 	if email == "" {
-		return "", &accounts.InputError{Msg: "email is required"}
+		return "", errs.Invalidf("email is required")
 	}
 	if len(email) > 254 || pgtext.Problem(email) != "" {
-		return "", &accounts.InputError{Msg: "email must be an address of at most 254 characters"}
+		return "", errs.Invalidf("email must be an address of at most 254 characters")
 	}
 	a, err := mail.ParseAddress(email)
 	if err != nil || a.Address != email || a.Name != "" {
-		return "", &accounts.InputError{Msg: fmt.Sprintf("email %q is not a plain address like name@example.com", email)}
+		return "", errs.Invalidf("email %q is not a plain address like name@example.com", email)
 	}
 	return strings.ToLower(email), nil
 }
@@ -86,7 +86,7 @@ func CheckNewPassword(pw string) error { return checkPassword(pw) }
 
 func checkPassword(pw string) error {
 	if n := utf8.RuneCountInString(pw); n < MinPassword || len(pw) > MaxPassword || !utf8.ValidString(pw) {
-		return &accounts.InputError{Msg: fmt.Sprintf("a password must be %d to %d characters", MinPassword, MaxPassword)}
+		return errs.Invalidf("a password must be %d to %d characters", MinPassword, MaxPassword)
 	}
 	return nil
 }
@@ -105,7 +105,7 @@ func (s *Service) CreateLogin(ctx context.Context, account, email, password stri
 	}
 	l, err := s.Store.CreateLogin(ctx, store.NewLogin{AccountID: account, Email: email, PasswordHash: hash, Permissions: perms})
 	if errors.Is(err, store.ErrEmailTaken) {
-		return l, &accounts.InputError{Msg: fmt.Sprintf("a login with email %s already exists", email)}
+		return l, errs.Invalidf("a login with email %s already exists", email)
 	}
 	return l, err
 }
@@ -127,7 +127,7 @@ func (s *Service) EnsureLogin(ctx context.Context, account, email, password stri
 		return l, err
 	}
 	if l.AccountID != account {
-		return l, &accounts.InputError{Msg: fmt.Sprintf("email %s signs in to another account", email)}
+		return l, errs.Invalidf("email %s signs in to another account", email)
 	}
 	if CheckPassword(password, hash) {
 		return l, nil
@@ -150,7 +150,7 @@ func checkNew(email, password string, permissions []string) (string, []string, e
 	perms := apikey.AllScopes()
 	if permissions != nil {
 		if perms, err = apikey.NormalizeScopes(permissions); err != nil {
-			return "", nil, &accounts.InputError{Msg: err.Error()}
+			return "", nil, errs.Invalidf("%s", err)
 		}
 	}
 	return email, perms, nil
@@ -303,7 +303,7 @@ func (s *Service) OpenAccount(ctx context.Context, name, email, password string,
 		}
 	}
 	if utf8.RuneCountInString(name) > 100 || pgtext.Problem(name) != "" {
-		return store.Account{}, store.Login{}, &accounts.InputError{Msg: "account name must be 1 to 100 characters"}
+		return store.Account{}, store.Login{}, errs.Invalidf("account name must be 1 to 100 characters")
 	}
 	hash, err := HashPassword(password)
 	if err != nil {

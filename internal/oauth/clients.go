@@ -16,6 +16,7 @@ import (
 	"github.com/ory/fosite"
 
 	"conduit/internal/apikey"
+	"conduit/internal/errs"
 	"conduit/internal/pgtext"
 	"conduit/internal/store"
 )
@@ -36,21 +37,15 @@ func toClient(c store.OAuthClient, resource string) *client {
 	}}
 }
 
-// RegistrationError is a refused registration, in RFC 7591 §3.2.2's terms
-// (invalid_redirect_uri, invalid_client_metadata).
-type RegistrationError struct {
-	Code        string
-	Description string
-}
-
-func (e *RegistrationError) Error() string { return e.Code + ": " + e.Description }
+// A refused registration is an Invalid error whose Code is RFC 7591
+// §3.2.2's error (invalid_redirect_uri, invalid_client_metadata).
 
 func badMetadata(format string, args ...any) error {
-	return &RegistrationError{Code: "invalid_client_metadata", Description: fmt.Sprintf(format, args...)}
+	return &errs.Error{Kind: errs.Invalid, Code: "invalid_client_metadata", Msg: fmt.Sprintf(format, args...)}
 }
 
 func badRedirect(format string, args ...any) error {
-	return &RegistrationError{Code: "invalid_redirect_uri", Description: fmt.Sprintf(format, args...)}
+	return &errs.Error{Kind: errs.Invalid, Code: "invalid_redirect_uri", Msg: fmt.Sprintf(format, args...)}
 }
 
 // Limits of a registration: enough for any real client, small enough that
@@ -128,7 +123,7 @@ func (p *Provider) Register(ctx context.Context, body []byte) (*oauthex.ClientRe
 	scopes := apikey.AllScopes()
 	if strings.TrimSpace(r.Scope) != "" {
 		if scopes, err = apikey.NormalizeScopes(strings.Fields(r.Scope)); err != nil {
-			return nil, &RegistrationError{Code: "invalid_client_metadata", Description: "scope: " + err.Error()}
+			return nil, badMetadata("scope: %s", err)
 		}
 	}
 	meta := oauthex.ClientRegistrationMetadata{

@@ -3,11 +3,10 @@ package paycall
 import (
 	"context"
 	"errors"
-	"net/url"
-	"strings"
 	"time"
 
 	"conduit/internal/errs"
+	"conduit/internal/runs"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/internal/x402"
@@ -133,9 +132,9 @@ func (s *Service) claimed(ctx context.Context, k Kind, runID, token string) (sto
 	if err := s.claims(); err != nil {
 		return store.MediaRun{}, err
 	}
-	if runID != "" && !strings.Contains(runID, "#") {
+	if runID != "" && runs.CheckRunID(runID) != nil {
 		// Before the token: a raw '#' cut the token off with the id's tail.
-		return store.MediaRun{}, truncatedRunID(runID)
+		return store.MediaRun{}, runs.CheckRunID(runID)
 	}
 	if runID == "" || token == "" {
 		return store.MediaRun{}, errs.Invalidf("runId and token are both required (statusUrl and retryUrl carry them)")
@@ -151,12 +150,4 @@ func (s *Service) claimed(ctx context.Context, k Kind, runID, token string) (sto
 		return store.MediaRun{}, errs.NotFoundf("run %s not found", runID)
 	}
 	return run, err
-}
-
-// truncatedRunID is the 404 for a run id without its '#' (the words of
-// the invoke API's): every run id has one, so its '#' was sent raw and
-// cut the query there (a raw '#' starts the URL's fragment).
-func truncatedRunID(runID string) error {
-	return errs.NotFoundf("run %q not found: a runId has the form <timestamp>#<8 hex>, and its '#' must be "+
-		"URL-encoded as %%23 (runId=%s%%23…); sent raw, everything from '#' on never reaches the server. Use statusUrl exactly as given", runID, url.QueryEscape(runID))
 }

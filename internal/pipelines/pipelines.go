@@ -74,6 +74,10 @@ type Version struct {
 	Contract  *Contract       `json:"contract,omitempty"`
 }
 
+// Row is a pipeline as it is stored: what Owned loads and the changes
+// return, and what runs are started from.
+type Row = store.Pipeline
+
 // Pipeline is a pipeline's record. Lists carry the summary fields only;
 // the full record adds the draft with its validation, the serving
 // version's contract and the published versions, newest first.

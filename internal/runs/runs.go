@@ -54,6 +54,19 @@ type Service struct {
 	// a human buys credit (the 402 answer points there).
 	BaseURL  string
 	TopUpURL string
+	// Deltas wakes streamed chat completions (stream.go).
+	Deltas *store.DeltaHub
+}
+
+// CheckRunID refuses a run id without its '#' with a 404 that says how to
+// send one: every run id has one, so such an id had its '#' sent raw, which
+// starts the URL's fragment and cut the query there.
+func CheckRunID(runID string) error {
+	if strings.Contains(runID, "#") {
+		return nil
+	}
+	return errs.NotFoundf("run %q not found: a runId has the form <timestamp>#<8 hex>, and its '#' must be "+
+		"URL-encoded as %%23 (runId=%s%%23…); sent raw, everything from '#' on never reaches the server. Use statusUrl exactly as given", runID, url.QueryEscape(runID))
 }
 
 // NewRunID is `<ISO timestamp>#<8 hex>` (spec §2.2).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"conduit/internal/errs"
 	"conduit/internal/money"
 )
 
@@ -44,7 +45,7 @@ var (
 	ErrInsufficientCredit = errors.New("insufficient credit")
 	// ErrIdempotencyConflict: the key was used before for a different
 	// movement (other account, kind or amount).
-	ErrIdempotencyConflict = errors.New("idempotency key already used for a different movement")
+	ErrIdempotencyConflict error = errs.Conflictf("idempotency key already used for a different movement")
 	// ErrHoldSettled: the hold was already released (or captured
 	// differently) and cannot be settled again this way.
 	ErrHoldSettled = errors.New("hold already settled")

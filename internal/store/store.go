@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+
+	"conduit/internal/errs"
 )
 
 //go:embed migrations/*.sql
@@ -109,8 +111,11 @@ func (s *Store) PingMessage(ctx context.Context, workflowID string) (string, err
 	return msg, err
 }
 
-// ErrNotFound is returned when a looked-up row does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound is returned when a looked-up row does not exist. Like the
+// store's other refusals a caller may pass on, it is an errs value, so the
+// HTTP layer maps it without knowing the store (unavailable.go classifies
+// outages).
+var ErrNotFound error = errs.NotFoundf("not found")
 
 // rootCause strips pgx's wrapping so start-up errors read as one sentence.
 func rootCause(err error) error {

@@ -5,9 +5,29 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"conduit/internal/errs"
 )
+
+// retryOutage is what a 503 for a database outage asks callers to wait
+// before trying again.
+const retryOutage = 5 * time.Second
+
+// Classify is err in the domain's vocabulary when it is an outage
+// (Unavailable), nil otherwise: the frontend is handed it at wiring time,
+// so that it can answer 503 without importing the store.
+func Classify(err error) *errs.Error {
+	if !Unavailable(err) {
+		return nil
+	}
+	// Nothing the caller sent is wrong, and the same call works once the
+	// database is back.
+	return &errs.Error{Kind: errs.Unavailable, RetryAfter: retryOutage,
+		Msg: "the service is temporarily unavailable (its database cannot be reached); try again shortly"}
+}
 
 // Unavailable reports whether err means PostgreSQL could not be reached or
 // dropped the connection — the server is down, restarting or refusing

@@ -268,14 +268,6 @@ func explain(err error) string {
 func (r *Registry) toolError(ctx context.Context, t *Tool, err error) error {
 	e, ok := errs.As(err)
 	if !ok {
-		var ae *accounts.InputError
-		var ge *accounts.GrantError
-		switch {
-		case errors.As(err, &ae):
-			return errors.New(ae.Msg)
-		case errors.As(err, &ge):
-			return errors.New(ge.Msg)
-		}
 		if store.Unavailable(err) {
 			return fmt.Errorf("%s cannot answer now: the service's database is unavailable; nothing you sent was wrong, try again shortly", t.Name)
 		}
