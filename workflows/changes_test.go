@@ -18,12 +18,16 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeEnclaveResumableSteps": "enclave-resumable-steps",
 		"ChangeGitHubBuild":           "enclave-github-build",
 		"ChangeEnclaveSyncTasks":      "enclave-sync-tasks",
+		"ChangeTopUpAdmission":        "topup-admission",
+		"ChangeRenderLocalSteps":      "render-local-steps",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
 		"ChangeEnclaveResumableSteps": ChangeEnclaveResumableSteps,
 		"ChangeGitHubBuild":           ChangeGitHubBuild,
 		"ChangeEnclaveSyncTasks":      ChangeEnclaveSyncTasks,
+		"ChangeTopUpAdmission":        ChangeTopUpAdmission,
+		"ChangeRenderLocalSteps":      ChangeRenderLocalSteps,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

@@ -18,12 +18,14 @@ const (
 	WfPackPurchase = "PackPurchase"
 	WfTaskRun      = "TaskRun"
 
-	ActRecordPing    = "RecordPing"
-	ActOpenRun       = "OpenRun"
-	ActGenerate      = "Generate"
-	ActFinishRun     = "FinishRun"
-	ActFailRun       = "FailRun"
-	ActSettle        = "Settle"
+	ActRecordPing = "RecordPing"
+	ActOpenRun    = "OpenRun"
+	ActGenerate   = "Generate"
+	ActFinishRun  = "FinishRun"
+	ActFailRun    = "FailRun"
+	ActSettle     = "Settle"
+	// ActClaimPayment records a top-up's payment intent (Payments.Claim).
+	ActClaimPayment  = "ClaimPayment"
 	ActGrant         = "Grant"
 	ActOpenPaid      = "OpenPaidRender"
 	ActCreditPayment = "CreditPayment"
@@ -80,4 +82,12 @@ const (
 	// ChangeEnclaveSyncTasks (Enclave): the enclave tells its
 	// tasks' schedules when it pauses, resumes or ends.
 	ChangeEnclaveSyncTasks = "enclave-sync-tasks"
+	// ChangeTopUpAdmission (TopUp): answered from its admission update
+	// (Update-with-Start); the payment's intent is recorded first and the
+	// grant made by local activities, only the settlement an activity.
+	ChangeTopUpAdmission = "topup-admission"
+	// ChangeRenderLocalSteps (Render): the short database steps (open the
+	// run or the retry, credit a payment back, mark late, record the
+	// outcome) are local activities.
+	ChangeRenderLocalSteps = "render-local-steps"
 )
