@@ -13,9 +13,13 @@ import (
 // heartbeat timeout.
 func heartbeat(ctx context.Context) (stop func()) { return heartbeatEvery(ctx, time.Second, nil) }
 
-// heartbeatEvery is the one heartbeat loop: a heartbeat at once and every
-// interval (5 s when unset) until stopped, carrying details() when given
-// (a render's resumable provider state). Stopping twice is harmless.
+// heartbeatEvery is the one heartbeat loop: a heartbeat every interval (5 s
+// when unset) until stopped. Without details it beats at once as well;
+// with details() (a render's resumable provider state) it does not,
+// because the SDK sends the first heartbeat at once and holds later ones
+// back (throttling): an empty first beat would delay the one that carries
+// the provider's job, and a worker lost meanwhile would order it again.
+// Stopping twice is harmless.
 func heartbeatEvery(ctx context.Context, every time.Duration, details func() any) (stop func()) {
 	if every <= 0 {
 		every = 5 * time.Second
@@ -32,8 +36,10 @@ func heartbeatEvery(ctx context.Context, every time.Duration, details func() any
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
-		for {
-			beat()
+		for first := true; ; first = false {
+			if !first || details == nil {
+				beat()
+			}
 			select {
 			case <-done:
 				return
