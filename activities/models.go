@@ -3,8 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"sync"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -84,25 +82,4 @@ func (m *Models) Generate(ctx context.Context, in GenerateInput) (GenerateOutput
 		Text: resp.Text, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
 		Cost: model.Cost(resp.Usage),
 	}, nil
-}
-
-// heartbeat records liveness every second until stopped.
-func heartbeat(ctx context.Context) (stop func()) {
-	done := make(chan struct{})
-	var once sync.Once
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			activity.RecordHeartbeat(ctx)
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() { once.Do(func() { close(done) }) }
 }

@@ -42,12 +42,48 @@ type SettleOutcome struct {
 	// AlreadyRedeemed: the payment was claimed by another purchase first;
 	// Transaction is its settlement when it has one yet.
 	AlreadyRedeemed bool
+	// Claimed (Claim only): the intent is recorded for this purchase and
+	// waits to be settled.
+	Claimed bool `json:",omitempty"`
 }
 
 // ErrUnconfirmed types the error of a settlement whose outcome the chain
 // could not confirm yet (the facilitator's answer was lost and no finder
 // can look it up); retrying asks again.
 const ErrUnconfirmed = "settlement_unconfirmed"
+
+// Claim records the payment's intent for its purchase, the first step of
+// a top-up (a local activity: one short write). It answers at once what
+// the record already settles — the payment settled for this purchase, or
+// claimed by another — and otherwise says Claimed: Settle takes it on.
+func (a *Payments) Claim(ctx context.Context, in SettleInput) (SettleOutcome, error) {
+	v, _, out, done, err := a.claim(ctx, in)
+	if err != nil || done {
+		return out, err
+	}
+	return SettleOutcome{Claimed: true, Payer: x402.DisplayAddress(v.Network, v.Payer)}, nil
+}
+
+// claim verifies the payment and records its intent; done says the record
+// already answers (out), so nothing is to be settled.
+func (a *Payments) claim(ctx context.Context, in SettleInput) (v x402.Verified, rec store.Payment, out SettleOutcome, done bool, err error) {
+	v, err = x402.VerifySignature(in.Payment, in.Requirements)
+	if err != nil {
+		return v, rec, refused(err), true, nil
+	}
+	intent := payments.Intent(v, in.Requirements, in.Amount, in.Resource, in.Purpose)
+	if rec, err = a.Store.ClaimPayment(ctx, intent); err != nil {
+		return v, rec, SettleOutcome{}, true, err
+	}
+	payer := x402.DisplayAddress(v.Network, v.Payer)
+	switch {
+	case !rec.Answers(intent):
+		return v, rec, SettleOutcome{AlreadyRedeemed: true, Reason: x402.ReasonNonceUsed, Message: payments.MessageAlreadyUsed, Transaction: rec.Transaction, Payer: payer}, true, nil
+	case rec.Status == store.PaymentSettled:
+		return v, rec, SettleOutcome{Success: true, Transaction: rec.Transaction, Payer: payer}, true, nil
+	}
+	return v, rec, SettleOutcome{}, false, nil
+}
 
 // Settle settles a payment once for its purchase, crash-safely: the intent
 // is recorded before the facilitator is asked, marked submitted right
@@ -57,22 +93,11 @@ const ErrUnconfirmed = "settlement_unconfirmed"
 // lost is found instead of refused as "nonce already used". A payment
 // already claimed by another purchase is refused as already redeemed.
 func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, error) {
-	v, err := x402.VerifySignature(in.Payment, in.Requirements)
-	if err != nil {
-		return refused(err), nil
-	}
-	intent := payments.Intent(v, in.Requirements, in.Amount, in.Resource, in.Purpose)
-	rec, err := a.Store.ClaimPayment(ctx, intent)
-	if err != nil {
-		return SettleOutcome{}, err
+	v, rec, out, done, err := a.claim(ctx, in)
+	if err != nil || done {
+		return out, err
 	}
 	payer := x402.DisplayAddress(v.Network, v.Payer)
-	switch {
-	case !rec.Answers(intent):
-		return SettleOutcome{AlreadyRedeemed: true, Reason: x402.ReasonNonceUsed, Message: payments.MessageAlreadyUsed, Transaction: rec.Transaction, Payer: payer}, nil
-	case rec.Status == store.PaymentSettled:
-		return SettleOutcome{Success: true, Transaction: rec.Transaction, Payer: payer}, nil
-	}
 	// Submitted before: an earlier attempt may have settled it and died
 	// before recording; settling again then reports the nonce used, and
 	// the chain says where it went.
@@ -109,7 +134,7 @@ func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, e
 	if err := a.Store.DropPaymentIntent(ctx, v.Network, v.Payer, v.ID, in.Purpose); err != nil {
 		return SettleOutcome{}, err
 	}
-	out := SettleOutcome{Reason: resp.ErrorReason, Message: resp.ErrorMessage, Payer: payer}
+	out = SettleOutcome{Reason: resp.ErrorReason, Message: resp.ErrorMessage, Payer: payer}
 	switch {
 	case alreadyUsed(resp.ErrorReason):
 		out.Message = payments.MessageAlreadyUsed

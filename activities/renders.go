@@ -188,30 +188,6 @@ func (a *Renders) heartbeat(ctx context.Context, details func() any) func() {
 	return heartbeatEvery(ctx, a.HeartbeatEvery, details)
 }
 
-// heartbeatEvery records a heartbeat with details() every interval (5 s
-// when unset) until stopped.
-func heartbeatEvery(ctx context.Context, every time.Duration, details func() any) func() {
-	if every <= 0 {
-		every = 5 * time.Second
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, details())
-			}
-		}
-	}()
-	return func() { close(done) }
-}
-
 func (a *Renders) fetchBlob(ctx context.Context, key, dir string) (string, error) {
 	rc, _, err := a.Blob.Get(ctx, key)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,6 +158,53 @@ func TestTopUpWithBearerThenReplay(t *testing.T) {
 	}
 	if w.tokens(t) != 7_000_000 {
 		t.Fatal("a replay moved tokens")
+	}
+}
+
+// One payment presented by several callers at once reaches one workflow
+// (or, once it closed, the payment's record): it is settled and granted
+// once, and exactly one answer reports the grant, every other one a
+// duplicate of the same transaction.
+func TestTopUpPresentedConcurrentlyGrantsOnce(t *testing.T) {
+	_, key := env.NewAccount(t)
+	w := newWallet(t, 10*money.USD)
+	sig := w.pay(t, challenge(t))
+	var mu sync.Mutex
+	var answers []map[string]any
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := do(t, "POST", topUpPath, key, nil, "PAYMENT-SIGNATURE", sig)
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Status != http.StatusOK {
+				t.Errorf("status %d: %s", r.Status, r.Body)
+				return
+			}
+			answers = append(answers, r.JSON(t))
+		}()
+	}
+	wg.Wait()
+	if len(answers) != 4 {
+		t.FailNow()
+	}
+	fresh := 0
+	for _, a := range answers {
+		switch {
+		case a["duplicate"] == false && a["grantedUsd"].(float64) == 5:
+			fresh++
+		case a["duplicate"] == true && a["grantedUsd"].(float64) == 0:
+		default:
+			t.Errorf("answer %v", a)
+		}
+		if a["transaction"] != answers[0]["transaction"] || a["balanceUsd"].(float64) != 10 {
+			t.Errorf("answer %v", a)
+		}
+	}
+	if fresh != 1 || w.tokens(t) != 5_000_000 || balanceUSD(t, key) != 10 {
+		t.Fatalf("%d answers reported the grant (%v); tokens %d", fresh, answers, w.tokens(t))
 	}
 }
 

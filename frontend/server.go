@@ -29,6 +29,7 @@ import (
 	"conduit/internal/runs"
 	"conduit/internal/store"
 	"conduit/internal/tools"
+	"conduit/internal/topup"
 )
 
 // Deps are what the handlers need.
@@ -68,6 +69,7 @@ type Server struct {
 	deps       Deps
 	pipes      *pipelines.Service
 	runs       *runs.Service
+	topups     *topup.Service
 	tools      *tools.Registry
 	mcp        *toolServer
 	router     *gin.Engine
@@ -100,6 +102,7 @@ func New(d Deps) *Server {
 	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
 	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
 		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL(), Deltas: d.Deltas}
+	s.topups = &topup.Service{Payments: d.Payments, Accounts: d.Accounts, Store: d.Store, Temporal: d.Temporal, BaseURL: d.Config.BaseURL()}
 	s.newToolServer(d)
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()

@@ -5,6 +5,7 @@ package worker
 import (
 	"errors"
 	"log/slog"
+	"maps"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -73,7 +74,7 @@ func Registry(d Deps) []Queue {
 			Activities: map[string]any{workflows.ActOpenRun: runs.Open, workflows.ActGenerate: models.Generate, workflows.ActFinishRun: runs.Finish, workflows.ActFailRun: runs.Fail}},
 		{Queue: workflows.PaymentsQueue,
 			Workflows:  map[string]any{workflows.WfTopUp: workflows.TopUp, workflows.WfPackPurchase: workflows.PackPurchase},
-			Activities: map[string]any{workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant, workflows.ActRecordPack: packs.Record}},
+			Activities: map[string]any{workflows.ActClaimPayment: pay.Claim, workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant, workflows.ActRecordPack: packs.Record}},
 	}
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on
@@ -125,6 +126,18 @@ func Registry(d Deps) []Queue {
 				workflows.ActTaskOpen: t.Open, workflows.ActTaskSchedule: t.Schedule, workflows.ActTaskWithdraw: t.Withdraw}})
 	}
 	return queues
+}
+
+// Workflows is every workflow of the platform by registered name, whatever
+// the configuration turns on: the replay suite (workflows/replay_test.go)
+// replays recorded histories with it and requires a history of each, so a
+// new workflow cannot be left out.
+func Workflows() map[string]any {
+	all := map[string]any{}
+	for _, q := range Registry(Deps{Renders: &activities.Renders{}, Library: &activities.Library{}, Enclaves: &activities.Enclaves{}}) {
+		maps.Copy(all, q.Workflows)
+	}
+	return all
 }
 
 // Worker polls every task queue of the platform.

@@ -15,7 +15,7 @@ import (
 var pinned = map[string]string{
 	"system":       "workflows Nop, Ping; activities RecordPing",
 	"pipelines":    "workflows PipelineRun; activities FailRun, FinishRun, Generate, OpenRun",
-	"payments":     "workflows PackPurchase, TopUp; activities Grant, RecordPack, Settle",
+	"payments":     "workflows PackPurchase, TopUp; activities ClaimPayment, Grant, RecordPack, Settle",
 	"renders":      "workflows MediaEdit, Render; activities CreditPayment, FinishMediaJob, FinishRender, Grant, MarkLate, OpenMediaJob, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities GenerateMedia, Render, RunMediaJob",
 	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveBuild, EnclaveCopyLogs, EnclaveDeploy, EnclaveOpen, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveSyncTasks, EnclaveTerminate, EnclaveWatch",

@@ -19,6 +19,8 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeGitHubBuild":           "enclave-github-build",
 		"ChangeEnclaveSyncTasks":      "enclave-sync-tasks",
 		"ChangeEnclaveAdmission":      "enclave-admission",
+		"ChangeTopUpAdmission":        "topup-admission",
+		"ChangeRenderLocalSteps":      "render-local-steps",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -26,6 +28,8 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeGitHubBuild":           ChangeGitHubBuild,
 		"ChangeEnclaveSyncTasks":      ChangeEnclaveSyncTasks,
 		"ChangeEnclaveAdmission":      ChangeEnclaveAdmission,
+		"ChangeTopUpAdmission":        ChangeTopUpAdmission,
+		"ChangeRenderLocalSteps":      ChangeRenderLocalSteps,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

@@ -378,17 +378,7 @@ func (lc *lifecycle) providerSource() string {
 }
 
 // cause is an activity failure's own message.
-func cause(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	var timeout *temporal.TimeoutError
-	if errors.As(err, &timeout) {
-		return "the provider did not answer in time"
-	}
-	return err.Error()
-}
+func cause(err error) string { return failureText(err, "the provider did not answer in time") }
 
 // watch copies new application output and checks that the instance is
 // what the state says: an application that exited fails the enclave (its

@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"errors"
+	"encoding/json"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -28,7 +28,7 @@ const (
 // (internal/library): the row to record with its hold, the item it makes
 // and its work.
 type MediaJobInput struct {
-	Job    store.NewMediaJob
+	Job    MediaJob
 	ItemID string
 	URL    string
 	Spec   media.EditSpec
@@ -36,6 +36,25 @@ type MediaJobInput struct {
 	// long an attempt may go silent before another worker takes over.
 	Timeout          time.Duration
 	HeartbeatTimeout time.Duration
+}
+
+// MediaJob is the job a media edit records: the workflow's own type,
+// with the fields of store.NewMediaJob in its order, so its JSON — what
+// recorded histories hold — is the same (the conversion to it in admit
+// stops compiling if the two ever differ).
+type MediaJob struct {
+	ID          string
+	AccountID   string
+	Kind        string
+	Operation   string
+	SourceItems []string
+	SourceURL   string
+	Params      json.RawMessage
+	// Price is held from the account's credit with the job.
+	Price          money.Micros
+	IdempotencyKey string
+	RequestHash    string
+	CreatedAt      time.Time
 }
 
 // JobRequest is what each caller's admission update carries: the hash of
@@ -152,7 +171,7 @@ func admitJob(ctx, short workflow.Context, in MediaJobInput) (JobAdmission, erro
 		return JobAdmission{Expired: true}, nil
 	}
 	var opened activities.OpenedJob
-	if err := workflow.ExecuteActivity(short, ActOpenMediaJob, in.Job).Get(ctx, &opened); err != nil {
+	if err := workflow.ExecuteActivity(short, ActOpenMediaJob, store.NewMediaJob(in.Job)).Get(ctx, &opened); err != nil {
 		return JobAdmission{}, err
 	}
 	switch {
@@ -168,14 +187,4 @@ func admitJob(ctx, short workflow.Context, in MediaJobInput) (JobAdmission, erro
 
 // jobFailure is the failure in the job's own words, without Temporal's
 // wrapping.
-func jobFailure(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Message()
-	}
-	var timeout *temporal.TimeoutError
-	if errors.As(err, &timeout) {
-		return "the job did not finish in time"
-	}
-	return err.Error()
-}
+func jobFailure(err error) string { return failureText(err, "the job did not finish in time") }

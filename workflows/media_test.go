@@ -151,7 +151,7 @@ func runJob(t *testing.T, work func(context.Context, activities.MediaJobWork) (s
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(t0)
 	env.ExecuteWorkflow(MediaEdit, MediaJobInput{
-		Job:    store.NewMediaJob{ID: "job_1", AccountID: "acct_1", Kind: "assemble", Operation: media.OpConcat, SourceItems: []string{"med_a", "med_b"}, CreatedAt: t0},
+		Job:    MediaJob{ID: "job_1", AccountID: "acct_1", Kind: "assemble", Operation: media.OpConcat, SourceItems: []string{"med_a", "med_b"}, CreatedAt: t0},
 		ItemID: "med_out", Spec: media.EditSpec{Op: media.OpConcat}, Timeout: time.Minute, HeartbeatTimeout: 10 * time.Second,
 	})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {

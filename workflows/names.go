@@ -21,12 +21,14 @@ const (
 	// (task_admit.go).
 	WfTaskAdmit = "TaskAdmit"
 
-	ActRecordPing    = "RecordPing"
-	ActOpenRun       = "OpenRun"
-	ActGenerate      = "Generate"
-	ActFinishRun     = "FinishRun"
-	ActFailRun       = "FailRun"
-	ActSettle        = "Settle"
+	ActRecordPing = "RecordPing"
+	ActOpenRun    = "OpenRun"
+	ActGenerate   = "Generate"
+	ActFinishRun  = "FinishRun"
+	ActFailRun    = "FailRun"
+	ActSettle     = "Settle"
+	// ActClaimPayment records a top-up's payment intent (Payments.Claim).
+	ActClaimPayment  = "ClaimPayment"
 	ActGrant         = "Grant"
 	ActOpenPaid      = "OpenPaidRender"
 	ActCreditPayment = "CreditPayment"
@@ -96,4 +98,12 @@ const (
 	// (Update-with-Start); its first step, a local activity, writes the
 	// record, so no record exists without its workflow.
 	ChangeEnclaveAdmission = "enclave-admission"
+	// ChangeTopUpAdmission (TopUp): answered from its admission update
+	// (Update-with-Start); the payment's intent is recorded first and the
+	// grant made by local activities, only the settlement an activity.
+	ChangeTopUpAdmission = "topup-admission"
+	// ChangeRenderLocalSteps (Render): the short database steps (open the
+	// run or the retry, credit a payment back, mark late, record the
+	// outcome) are local activities.
+	ChangeRenderLocalSteps = "render-local-steps"
 )

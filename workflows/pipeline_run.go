@@ -661,17 +661,7 @@ func (r *runner) node(id string) *NodeState { return &r.state.Nodes[r.index[id]]
 
 // nodeError is the failure in the provider's or rule's own words, without
 // Temporal's wrapping.
-func nodeError(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	var timeout *temporal.TimeoutError
-	if errors.As(err, &timeout) {
-		return "the model did not answer in time"
-	}
-	return err.Error()
-}
+func nodeError(err error) string { return failureText(err, "the model did not answer in time") }
 
 func joinViolations(v []string) string {
 	out := ""

@@ -123,8 +123,13 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	// Let the admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 
-	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
-	adm, err := admit(short, in)
+	// Renders started since ChangeRenderLocalSteps run their short
+	// database steps as local activities: the caller waits on them.
+	short := shortSteps{ctx: workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})}
+	if workflow.GetVersion(ctx, ChangeRenderLocalSteps, workflow.DefaultVersion, 1) >= 1 {
+		short = shortSteps{ctx: shortLocal(ctx), local: true}
+	}
+	adm, err := admit(ctx, short, in)
 	if err != nil {
 		admitErr = err // the waiting update fails too, so the workflow can end
 		return err
@@ -167,7 +172,7 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	// A failed render is findable as such in the Temporal UI:
 	// RunStatus = 'error' (or 'partial').
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(res.Status))
-	if err := workflow.ExecuteActivity(short, ActFinishRender, res).Get(short, nil); err != nil {
+	if err := short.run(ActFinishRender, res).Get(ctx, nil); err != nil {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusError))
 		// The outcome cannot be recorded as it is: record a failure with
 		// only the reason, which releases the price (nothing charged; the
@@ -176,16 +181,31 @@ func Render(ctx workflow.Context, in RenderInput) error {
 			RunID: in.Run.RunID, Status: "error", Reason: activities.ReasonRenderFailed, FailedStep: "record",
 			Error: "the render's outcome could not be recorded", Message: failureMessage(activities.ReasonRenderFailed), FinishedAt: res.FinishedAt,
 		}
-		return workflow.ExecuteActivity(short, ActFinishRender, failed).Get(short, nil)
+		return short.run(ActFinishRender, failed).Get(ctx, nil)
 	}
 	return nil
 }
 
+// shortSteps runs a render's short database steps: local activities
+// (local) or, for renders started before ChangeRenderLocalSteps, regular
+// ones; ctx carries the options.
+type shortSteps struct {
+	ctx   workflow.Context
+	local bool
+}
+
+func (s shortSteps) run(name string, args ...any) workflow.Future {
+	if s.local {
+		return workflow.ExecuteLocalActivity(s.ctx, name, args...)
+	}
+	return workflow.ExecuteActivity(s.ctx, name, args...)
+}
+
 // admit settles the payment and opens the run, or opens the retry.
-func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
+func admit(ctx workflow.Context, short shortSteps, in RenderInput) (Admission, error) {
 	if in.RetryOf != "" {
 		var opened activities.OpenedRetry
-		if err := workflow.ExecuteActivity(ctx, ActOpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: store.NewMediaRun(in.Run)}).Get(ctx, &opened); err != nil {
+		if err := short.run(ActOpenRetry, activities.RetryInput{OldRunID: in.RetryOf, Run: store.NewMediaRun(in.Run)}).Get(ctx, &opened); err != nil {
 			return Admission{}, err
 		}
 		if opened.Refusal != nil {
@@ -208,10 +228,10 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 	n := store.NewMediaRun(in.Run)
 	n.Transaction, n.Paid = settled.Transaction, in.Run.Price
 	var run store.MediaRun
-	if err := workflow.ExecuteActivity(ctx, ActOpenPaid, n).Get(ctx, &run); err != nil {
+	if err := short.run(ActOpenPaid, n).Get(ctx, &run); err != nil {
 		// Settled but not recorded: the money must not be lost, so its
 		// value goes to the wallet's balance (once per transaction).
-		if cerr := workflow.ExecuteActivity(ctx, ActCreditPayment, n).Get(ctx, nil); cerr != nil {
+		if cerr := short.run(ActCreditPayment, n).Get(ctx, nil); cerr != nil {
 			return Admission{}, cerr
 		}
 		return Admission{Failed: "the payment was settled but the run could not be recorded; its value was credited to the paying wallet's balance"}, nil
@@ -221,7 +241,7 @@ func admit(ctx workflow.Context, in RenderInput) (Admission, error) {
 
 // render runs the render activity; past the deadline it notes the run as
 // late and keeps collecting.
-func render(ctx, short workflow.Context, in RenderInput, stage *string) (late bool, out activities.Rendered, err error) {
+func render(ctx workflow.Context, short shortSteps, in RenderInput, stage *string) (late bool, out activities.Rendered, err error) {
 	// The deadline plus the collection window bounds the render as a
 	// whole, across attempts: a worker lost mid-render costs its attempt,
 	// not extra time.
@@ -247,7 +267,7 @@ func render(ctx, short workflow.Context, in RenderInput, stage *string) (late bo
 	sel.Select(ctx)
 	if !done && late {
 		*stage = StageCollecting
-		if err := workflow.ExecuteActivity(short, ActMarkLate, in.Run.RunID, LateNote).Get(short, nil); err != nil {
+		if err := short.run(ActMarkLate, in.Run.RunID, LateNote).Get(ctx, nil); err != nil {
 			return late, out, err
 		}
 	}

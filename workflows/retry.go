@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // Every activity retries within a bound: errors Classify calls permanent
@@ -19,3 +20,10 @@ var (
 	// the payment's record says what an operator reconciles.
 	SettleRetry = &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second, MaximumAttempts: 12}
 )
+
+// shortLocal runs a short database step as a local activity: in the
+// workflow task, with no round trip through the server, on the caller's
+// wait path.
+func shortLocal(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: ShortRetry})
+}

@@ -54,22 +54,74 @@ type TopUpResult struct {
 	Network     string
 	Transaction string
 	Payer       string
+	// Replay (admission answers only): another caller's update came first,
+	// so this one reports the grant as a duplicate, and Balance is the
+	// balance then, not now.
+	Replay bool `json:",omitempty"`
 }
 
-// TopUp settles the payment, then grants the credit: each step an
-// activity that is idempotent on its own (the payment by its recorded
-// claim, the grant by the settled transaction), so retries, restarts and
-// re-runs for the same payment settle once and grant once. A re-run after
-// a refusal settles afresh: refusals such as an unfunded wallet are not
-// final.
+// TopUp settles the payment, then grants the credit: each step idempotent
+// on its own (the payment by its recorded claim, the grant by the settled
+// transaction), so retries, restarts and re-runs for the same payment
+// settle once and grant once. A re-run after a refusal settles afresh:
+// refusals such as an unfunded wallet are not final.
+//
+// Callers start it with its admission update (Update-with-Start) and read
+// the answer from it; the first update is the caller the grant is
+// reported to, every later one (a retry while it runs) a duplicate. Since
+// ChangeTopUpAdmission the short database steps — recording the payment's
+// intent first, granting last — are local activities; only the
+// facilitator's settlement is an activity of its own.
 func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
-	var settled activities.SettleOutcome
-	if err := workflow.ExecuteActivity(ctx, ActSettle, activities.SettleInput{
+	var answer *TopUpResult
+	var failed error
+	callers := 0
+	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context) (TopUpResult, error) {
+		callers++
+		replay := callers > 1
+		if err := workflow.Await(ctx, func() bool { return answer != nil || failed != nil }); err != nil {
+			return TopUpResult{}, err
+		}
+		if failed != nil {
+			return TopUpResult{}, failed
+		}
+		res := *answer
+		res.Replay = replay && !res.Refused
+		return res, nil
+	}); err != nil {
+		return TopUpResult{}, err
+	}
+	// Let every admission update read its answer before the workflow ends.
+	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
+	local := workflow.GetVersion(ctx, ChangeTopUpAdmission, workflow.DefaultVersion, 1) >= 1
+	res, err := topUp(ctx, in, local)
+	if err != nil {
+		failed = err // the waiting updates fail too, so the workflow can end
+		return TopUpResult{}, err
+	}
+	answer = &res
+	return res, nil
+}
+
+func topUp(ctx workflow.Context, in TopUpInput, local bool) (TopUpResult, error) {
+	settle := activities.SettleInput{
 		Payment: in.Payment, Requirements: in.Requirements, Amount: in.Amount, Resource: in.Resource,
 		Purpose: "topup/" + TopUpTarget(in.AccountID),
-	}).Get(ctx, &settled); err != nil {
-		return TopUpResult{}, err
+	}
+	var settled activities.SettleOutcome
+	if local {
+		// The first step writes the payment's row; a payment the record
+		// already answers (settled for this top-up, or another purchase's)
+		// needs no settlement.
+		if err := workflow.ExecuteLocalActivity(shortLocal(ctx), ActClaimPayment, settle).Get(ctx, &settled); err != nil {
+			return TopUpResult{}, err
+		}
+	}
+	if !local || settled.Claimed {
+		sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
+		if err := workflow.ExecuteActivity(sctx, ActSettle, settle).Get(ctx, &settled); err != nil {
+			return TopUpResult{}, err
+		}
 	}
 	res := TopUpResult{Network: in.Requirements.Network, Payer: settled.Payer}
 	if !settled.Success {
@@ -77,11 +129,17 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusRefused))
 		return res, nil
 	}
-	var granted activities.GrantOutcome
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
-	if err := workflow.ExecuteActivity(ctx, ActGrant, activities.GrantInput{
+	grant := activities.GrantInput{
 		AccountID: in.AccountID, Network: in.Requirements.Network, Payer: settled.Payer, Transaction: settled.Transaction, Amount: in.Amount,
-	}).Get(ctx, &granted); err != nil {
+	}
+	var granted activities.GrantOutcome
+	var fut workflow.Future
+	if local {
+		fut = workflow.ExecuteLocalActivity(shortLocal(ctx), ActGrant, grant)
+	} else {
+		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry}), ActGrant, grant)
+	}
+	if err := fut.Get(ctx, &granted); err != nil {
 		return TopUpResult{}, err
 	}
 	res.Granted, res.Duplicate, res.Balance, res.AccountID, res.Transaction = in.Amount, granted.Duplicate, granted.Balance, granted.AccountID, settled.Transaction

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"conduit/internal/codec"
+	"conduit/worker"
+	"conduit/workflows"
 )
 
 // CaptureEnv names the folder the harness writes workflow histories to
@@ -52,7 +55,7 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN ('PipelineRun', 'Render', 'TopUp', 'MediaEdit', 'Enclave', 'TaskRun', 'TaskAdmit', 'PackPurchase')", PageSize: 500, NextPageToken: token,
+			Query: "ExecutionStatus = 'Completed' AND WorkflowType IN (" + capturedTypes() + ")", PageSize: 500, NextPageToken: token,
 		})
 		if err != nil {
 			return err
@@ -66,6 +69,19 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 			return nil
 		}
 	}
+}
+
+// capturedTypes lists every workflow the worker registers (worker.Workflows)
+// but the system's probes, quoted for a visibility query: a new workflow's
+// histories are captured without a change here.
+func capturedTypes() string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(worker.Workflows())) {
+		if name != workflows.WfPing && name != workflows.WfNop {
+			names = append(names, "'"+name+"'")
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // runStatus is a run's RunStatus, or an enclave's EnclaveStatus.

@@ -439,7 +439,7 @@ func (s *Service) start(ctx context.Context, account string, r jobRequest, key s
 	params, _ := json.Marshal(r.params)
 	now := time.Now()
 	in := workflows.MediaJobInput{
-		Job: store.NewMediaJob{ID: store.NewID("job"), AccountID: account, Kind: r.kind, Operation: r.op, SourceItems: r.sources, SourceURL: r.url,
+		Job: workflows.MediaJob{ID: store.NewID("job"), AccountID: account, Kind: r.kind, Operation: r.op, SourceItems: r.sources, SourceURL: r.url,
 			Params: params, Price: s.JobPrice, IdempotencyKey: key, RequestHash: requestHash(r), CreatedAt: now.UTC()},
 		ItemID: store.NewID("med"), URL: r.url, Spec: r.spec,
 		Timeout: s.Config.JobTimeout, HeartbeatTimeout: s.HeartbeatTimeout,
