@@ -335,7 +335,7 @@ func serverConfig(pers config.Persistence, port int, memberPort func() (int, err
 
 	hostPort := net.JoinHostPort(ip, strconv.Itoa(port))
 	return &config.Config{
-		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: ip}},
+		Global:      config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: ip}},
 		Persistence: pers,
 		ClusterMetadata: &cluster.Config{
 			FailoverVersionIncrement: 10,
