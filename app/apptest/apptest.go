@@ -217,6 +217,11 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	if err != nil {
 		return nil, cleanup, err
 	}
+	if o.databaseURL != "" {
+		// A second platform on the same database must not share its
+		// Temporal databases with the first one's server.
+		store, shards = devstack.StoreSQLite, 0
+	}
 	if store == devstack.StorePostgres {
 		// Its databases sit beside the platform's; removed after the
 		// server stops (cleanups run in reverse).
