@@ -10,7 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-		"os"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +54,7 @@ type latencies struct {
 	d        []time.Duration
 	self, pg float64 // CPU seconds of this process and of PostgreSQL when measuring began
 	writes   int64   // pgWrites when measuring began
+	shed     atomic.Int64
 }
 
 func newLatencies() *latencies {
@@ -132,6 +133,12 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 		return float64(l.d[int(p*float64(len(l.d)-1))].Microseconds()) / 1000
 	}
 	n := float64(len(l.d))
+	if shed := l.shed.Load(); shed > 0 {
+		b.ReportMetric(float64(shed)*100/(n+float64(shed)), "shed-%")
+	}
+	if n == 0 {
+		b.Fatal("every call was refused")
+	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(pct(1), "max-ms")
@@ -144,8 +151,10 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 
 // callers runs fn b.N times from n goroutines at once (the throughput
 // curve: what saturates first shows as runs/s flattening while the cores
-// in use reach the machine's).
-func callers(b *testing.B, n int, fn func() time.Duration) (*latencies, time.Duration) {
+// in use reach the machine's, or as refusals). fn reports false for a
+// call the platform refused under load (a 503 the caller may retry); it
+// is counted (shed-%), not timed.
+func callers(b *testing.B, n int, fn func() (time.Duration, bool)) (*latencies, time.Duration) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	lat := newLatencies()
@@ -153,12 +162,21 @@ func callers(b *testing.B, n int, fn func() time.Duration) (*latencies, time.Dur
 	for range n {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
-				lat.add(fn())
+				if d, ok := fn(); ok {
+					lat.add(d)
+				} else {
+					lat.shed.Add(1)
+				}
 			}
 		})
 	}
 	wg.Wait()
 	return lat, time.Since(start)
+}
+
+// always adapts a call that is never refused.
+func always(fn func() time.Duration) func() (time.Duration, bool) {
+	return func() (time.Duration, bool) { return fn(), true }
 }
 
 // nop runs the empty workflow once: start, then wait for its result.
@@ -186,13 +204,13 @@ var nopSeq atomic.Int64
 // BenchmarkTemporalRoundTrip: start a workflow that returns at once and
 // wait for its result — the floor every run stands on.
 func BenchmarkTemporalRoundTrip(b *testing.B) {
-	lat, elapsed := callers(b, 1, func() time.Duration { return nop(b, false) })
+	lat, elapsed := callers(b, 1, always(func() time.Duration { return nop(b, false) }))
 	lat.report(b, elapsed)
 }
 
 // BenchmarkTemporalRoundTripEager: the same with eager workflow start.
 func BenchmarkTemporalRoundTripEager(b *testing.B) {
-	lat, elapsed := callers(b, 1, func() time.Duration { return nop(b, true) })
+	lat, elapsed := callers(b, 1, always(func() time.Duration { return nop(b, true) }))
 	lat.report(b, elapsed)
 }
 
@@ -200,7 +218,7 @@ func BenchmarkTemporalRoundTripEager(b *testing.B) {
 // callers as BenchmarkInvoke3NodeParallel, so parallel throughput is
 // compared side by side in one run.
 func BenchmarkTemporalRoundTripParallel(b *testing.B) {
-	lat, elapsed := callers(b, 8, func() time.Duration { return nop(b, false) })
+	lat, elapsed := callers(b, 8, always(func() time.Duration { return nop(b, false) }))
 	lat.report(b, elapsed)
 }
 
@@ -208,7 +226,7 @@ func BenchmarkTemporalRoundTripParallel(b *testing.B) {
 // local-echo → output) and poll the statusUrl until success, sequentially.
 func BenchmarkInvoke3Node(b *testing.B) {
 	key, id := threeNodePipeline(b)
-	lat, elapsed := callers(b, 1, func() time.Duration { return invokeAndWait(b, key, id) })
+	lat, elapsed := callers(b, 1, always(func() time.Duration { d, _ := invokeAndWait(b, key, id, false); return d }))
 	lat.report(b, elapsed)
 	b.ReportMetric(float64(polls.Swap(0))/float64(b.N), "polls/run")
 }
@@ -216,7 +234,7 @@ func BenchmarkInvoke3Node(b *testing.B) {
 // BenchmarkInvoke3NodeParallel: the same with 8 callers at once.
 func BenchmarkInvoke3NodeParallel(b *testing.B) {
 	key, id := threeNodePipeline(b)
-	lat, elapsed := callers(b, 8, func() time.Duration { return invokeAndWait(b, key, id) })
+	lat, elapsed := callers(b, 8, always(func() time.Duration { d, _ := invokeAndWait(b, key, id, false); return d }))
 	lat.report(b, elapsed)
 	b.ReportMetric(float64(polls.Swap(0))/float64(b.N), "polls/run")
 }
@@ -229,7 +247,7 @@ var curve = []int{1, 8, 32, 64}
 func BenchmarkCurveBare(b *testing.B) {
 	for _, n := range curve {
 		b.Run(fmt.Sprintf("callers=%d", n), func(b *testing.B) {
-			lat, elapsed := callers(b, n, func() time.Duration { return nop(b, false) })
+			lat, elapsed := callers(b, n, always(func() time.Duration { return nop(b, false) }))
 			lat.report(b, elapsed)
 		})
 	}
@@ -241,7 +259,7 @@ func BenchmarkCurveInvoke(b *testing.B) {
 	key, id := threeNodePipeline(b)
 	for _, n := range curve {
 		b.Run(fmt.Sprintf("callers=%d", n), func(b *testing.B) {
-			lat, elapsed := callers(b, n, func() time.Duration { return invokeAndWait(b, key, id) })
+			lat, elapsed := callers(b, n, func() (time.Duration, bool) { return invokeAndWait(b, key, id, true) })
 			lat.report(b, elapsed)
 		})
 	}
@@ -273,9 +291,15 @@ func threeNodePipeline(b *testing.B) (key, id string) {
 // success included.
 var polls atomic.Int64
 
-func invokeAndWait(b *testing.B, key, id string) time.Duration {
+// invokeAndWait invokes and polls to success; with shed, a 503 (the run
+// could not be admitted in time under load) answers false instead of
+// failing the benchmark.
+func invokeAndWait(b *testing.B, key, id string, shed bool) (time.Duration, bool) {
 	t0 := time.Now()
 	r := env.Do(b, "POST", "/api/pipelines/"+id+"/invoke", map[string]any{"inputs": map[string]any{"q": "How fast is a durable run?"}}, apptest.Bearer(key)...)
+	if shed && r.Status == http.StatusServiceUnavailable {
+		return time.Since(t0), false
+	}
 	if r.Status != http.StatusAccepted {
 		b.Fatalf("invoke: %d %s", r.Status, r.Body)
 	}
@@ -289,7 +313,7 @@ func invokeAndWait(b *testing.B, key, id string) time.Duration {
 		polls.Add(1)
 		switch run.Status {
 		case "success":
-			return time.Since(t0)
+			return time.Since(t0), true
 		case "running":
 			time.Sleep(2 * time.Millisecond)
 		default:
