@@ -224,7 +224,7 @@ func sqlitePersistence(o TemporalOptions) (config.Persistence, error) {
 	}, nil
 }
 
-// Unlimited stands for "no limit" in the dynamic config below: far above
+// unlimited stands for "no limit" in the dynamic config below: far above
 // anything one process can ask of a shard.
 const unlimited = 100_000
 
