@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,32 @@ func (e *Env) StartPlay(t testing.TB) *Env {
 	return play
 }
 
+// The environment that puts the harness's Temporal server on the
+// production-shaped store (the bench runs on both): TemporalStoreEnv is
+// sqlite (the default, in memory) or postgres (databases beside the
+// platform's), TemporalShardsEnv the history shard count (0 or unset: the
+// store's default).
+const (
+	TemporalStoreEnv  = "CONDUIT_TEST_TEMPORAL_STORE"
+	TemporalShardsEnv = "CONDUIT_TEST_TEMPORAL_SHARDS"
+)
+
+func temporalStore() (store string, shards int, err error) {
+	switch store = os.Getenv(TemporalStoreEnv); store {
+	case "":
+		store = devstack.StoreSQLite
+	case devstack.StoreSQLite, devstack.StorePostgres:
+	default:
+		return "", 0, fmt.Errorf("%s=%q: want sqlite or postgres", TemporalStoreEnv, store)
+	}
+	if v := os.Getenv(TemporalShardsEnv); v != "" {
+		if shards, err = strconv.Atoi(v); err != nil || shards < 0 {
+			return "", 0, fmt.Errorf("%s=%q: want a shard count", TemporalShardsEnv, v)
+		}
+	}
+	return store, shards, nil
+}
+
 // options vary the platform start brings up.
 type options struct {
 	// databaseURL shares a database; empty makes a fresh one.
@@ -186,6 +213,20 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		dbURL = db.URL
 		cleanups = append(cleanups, db.Close)
 	}
+	store, shards, err := temporalStore()
+	if err != nil {
+		return nil, cleanup, err
+	}
+	if o.databaseURL != "" {
+		// A second platform on the same database must not share its
+		// Temporal databases with the first one's server.
+		store, shards = devstack.StoreSQLite, 0
+	}
+	if store == devstack.StorePostgres {
+		// Its databases sit beside the platform's; removed after the
+		// server stops (cleanups run in reverse).
+		cleanups = append(cleanups, func() { _ = devstack.DropPostgresStore(context.Background(), dbURL) })
+	}
 	stack, err := devstack.Start(ctx, devstack.Options{
 		DataDir:           dir,
 		EphemeralTemporal: true,
@@ -193,6 +234,8 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		Namespace:         "default",
 		TimerResolution:   10 * time.Millisecond,
 		Log:               log,
+		TemporalStore:     store,
+		TemporalShards:    shards,
 	})
 	if err != nil {
 		return nil, cleanup, err

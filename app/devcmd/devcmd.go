@@ -64,20 +64,7 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err := localCodec(cfg, dataDir); err != nil {
 		return err
 	}
-	stack, err := devstack.Start(ctx, devstack.Options{
-		TemporalCodecEndpoint: cfg.BaseURL() + frontend.CodecPath,
-		DataDir:               dataDir,
-		DatabaseURL:           cfg.Database.URL,
-		TemporalAddress:       cfg.Temporal.Address,
-		Namespace:             cfg.Temporal.Namespace,
-		PostgresPort:          cfg.Dev.PostgresPort,
-		TemporalPort:          cfg.Dev.TemporalPort,
-		TemporalUIPort:        cfg.Dev.TemporalUIPort,
-		TimerResolution:       100 * time.Millisecond,
-		InstallPostgres:       cfg.Dev.InstallPostgres,
-		TemporalLog:           temporalLog(cfg.Dev.TemporalLog),
-		Log:                   env.Log,
-	})
+	stack, err := devstack.Start(ctx, stackOptions(cfg, dataDir, env.Log))
 	if err != nil {
 		return err
 	}
@@ -130,6 +117,26 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 			cfg.Enclaves.GitBaseURL, cfg.Enclaves.BuildRegistry)
 	}
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
+}
+
+// stackOptions is what the dev command asks of the embedded stack.
+func stackOptions(cfg *config.Config, dataDir string, log *slog.Logger) devstack.Options {
+	return devstack.Options{
+		TemporalCodecEndpoint: cfg.BaseURL() + frontend.CodecPath,
+		DataDir:               dataDir,
+		DatabaseURL:           cfg.Database.URL,
+		TemporalAddress:       cfg.Temporal.Address,
+		Namespace:             cfg.Temporal.Namespace,
+		PostgresPort:          cfg.Dev.PostgresPort,
+		TemporalPort:          cfg.Dev.TemporalPort,
+		TemporalUIPort:        cfg.Dev.TemporalUIPort,
+		TimerResolution:       100 * time.Millisecond,
+		InstallPostgres:       cfg.Dev.InstallPostgres,
+		TemporalLog:           temporalLog(cfg.Dev.TemporalLog),
+		TemporalStore:         cfg.Dev.TemporalStore,
+		TemporalShards:        cfg.Dev.TemporalShards,
+		Log:                   log,
+	}
 }
 
 func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key, password string, took time.Duration) {

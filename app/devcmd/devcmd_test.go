@@ -192,6 +192,20 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	if !signsIn(t, api, "dev@conduit.local", readKey(t, filepath.Join(dataDir, "dev-login-password"))) {
 		t.Fatal("the dev login does not sign in after the restart")
 	}
+	// The Temporal file is in WAL mode: bytes 18 and 19 of an SQLite
+	// header are 2 for WAL, 1 for a rollback journal (issue #26).
+	f, err := os.Open(filepath.Join(dataDir, "temporal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	header := make([]byte, 20)
+	if _, err := f.ReadAt(header, 0); err != nil {
+		t.Fatal(err)
+	}
+	if string(header[:15]) != "SQLite format 3" || header[18] != 2 || header[19] != 2 {
+		t.Fatalf("the dev Temporal file's header is %q: not an SQLite file in WAL mode", header)
+	}
 }
 
 // publishEcho creates and publishes question → prompt → local-echo →

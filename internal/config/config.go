@@ -371,6 +371,14 @@ type Dev struct {
 	// TemporalLog is the in-process Temporal server's own log level (off,
 	// error, warn, info, debug); off by default because it is noisy.
 	TemporalLog string `mapstructure:"temporal_log"`
+	// TemporalStore is where the embedded Temporal server keeps its state:
+	// sqlite (a file in DataDir) or postgres (two databases on the embedded
+	// PostgreSQL, shaped like a production cluster's).
+	TemporalStore string `mapstructure:"temporal_store"`
+	// TemporalShards is the embedded server's history shard count; 0 is
+	// the store's default (1 on sqlite, 8 on postgres). A store keeps the
+	// count it was created with.
+	TemporalShards int `mapstructure:"temporal_shards"`
 }
 
 // Log configures the structured logger.
@@ -415,6 +423,8 @@ var defaults = map[string]any{
 	"dev.registry_port":                5050,
 	"dev.install_postgres":             true,
 	"dev.temporal_log":                 "off",
+	"dev.temporal_store":               "sqlite",
+	"dev.temporal_shards":              0,
 	"log.level":                        "info",
 	"log.format":                       "text",
 	"models.openai.base_url":           "",
@@ -561,6 +571,14 @@ func (c *Config) Validate() error {
 	case "off", "error", "warn", "info", "debug":
 	default:
 		errs = append(errs, fmt.Errorf("dev.temporal_log (%s_DEV_TEMPORAL_LOG) %q must be one of off, error, warn, info, debug", EnvPrefix, c.Dev.TemporalLog))
+	}
+	switch c.Dev.TemporalStore {
+	case "sqlite", "postgres":
+	default:
+		errs = append(errs, fmt.Errorf("dev.temporal_store (%s_DEV_TEMPORAL_STORE) %q must be sqlite or postgres", EnvPrefix, c.Dev.TemporalStore))
+	}
+	if c.Dev.TemporalShards < 0 || c.Dev.TemporalShards > 1024 {
+		errs = append(errs, fmt.Errorf("dev.temporal_shards (%s_DEV_TEMPORAL_SHARDS) %d must be 0 (the store's default) to 1024", EnvPrefix, c.Dev.TemporalShards))
 	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":

@@ -10,11 +10,13 @@ func TestLoadReadsPrefixedAndConventionalEnv(t *testing.T) {
 	t.Setenv("CONDUIT_HTTP_ADDR", "0.0.0.0:9999")
 	t.Setenv("DATABASE_URL", "postgres://u:p@db:5432/x")
 	t.Setenv("CONDUIT_DEV_TEMPORAL_PORT", "17233")
+	t.Setenv("CONDUIT_DEV_TEMPORAL_STORE", "postgres")
+	t.Setenv("CONDUIT_DEV_TEMPORAL_SHARDS", "16")
 	c, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP.Addr != "0.0.0.0:9999" || c.Database.URL != "postgres://u:p@db:5432/x" || c.Dev.TemporalPort != 17233 {
+	if c.HTTP.Addr != "0.0.0.0:9999" || c.Database.URL != "postgres://u:p@db:5432/x" || c.Dev.TemporalPort != 17233 || c.Dev.TemporalStore != "postgres" || c.Dev.TemporalShards != 16 {
 		t.Fatalf("env not applied: %+v", c)
 	}
 	if err := c.Validate(); err != nil {
@@ -87,6 +89,9 @@ func TestValidateNamesTheBadSetting(t *testing.T) {
 		{"bad temporal", func(c *Config) { c.Temporal.Address = "nohost" }, "TEMPORAL_ADDRESS"},
 		{"bad public url", func(c *Config) { c.HTTP.PublicURL = "ftp://x" }, "CONDUIT_HTTP_PUBLIC_URL"},
 		{"bad dev port", func(c *Config) { c.Dev.PostgresPort = 0 }, "CONDUIT_DEV_POSTGRES_PORT"},
+		{"bad temporal store", func(c *Config) { c.Dev.TemporalStore = "cassandra" }, "CONDUIT_DEV_TEMPORAL_STORE"},
+		{"negative shards", func(c *Config) { c.Dev.TemporalShards = -1 }, "CONDUIT_DEV_TEMPORAL_SHARDS"},
+		{"too many shards", func(c *Config) { c.Dev.TemporalShards = 4096 }, "CONDUIT_DEV_TEMPORAL_SHARDS"},
 		{"bad level", func(c *Config) { c.Log.Level = "loud" }, "CONDUIT_LOG_LEVEL"},
 		{"bad format", func(c *Config) { c.Log.Format = "xml" }, "CONDUIT_LOG_FORMAT"},
 		{"empty namespace", func(c *Config) { c.Temporal.Namespace = "" }, "CONDUIT_TEMPORAL_NAMESPACE"},

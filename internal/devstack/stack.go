@@ -36,6 +36,12 @@ type Options struct {
 	Log             *slog.Logger
 	// TemporalCodecEndpoint is the UI's codec endpoint (empty: none).
 	TemporalCodecEndpoint string
+	// TemporalStore is where the embedded server keeps its state:
+	// StoreSQLite (default) or StorePostgres (databases beside
+	// DatabaseURL's); TemporalShards its history shard count (0: the
+	// store's default). See TemporalOptions.
+	TemporalStore  string
+	TemporalShards int
 }
 
 // Stack is what Start brought up, with the addresses to reach it.
@@ -79,6 +85,9 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 			Namespace:       o.Namespace,
 			TimerResolution: o.TimerResolution,
 			LogLevel:        o.TemporalLog,
+			Store:           o.TemporalStore,
+			PostgresURL:     s.DatabaseURL,
+			Shards:          o.TemporalShards,
 		}
 		if !o.EphemeralTemporal {
 			topts.DBFile = filepath.Join(o.DataDir, "temporal.db")

@@ -46,6 +46,39 @@ type TemporalOptions struct {
 	LogLevel string
 	// CodecEndpoint is where the UI decodes sealed payloads (empty: none).
 	CodecEndpoint string
+	// Store is where the server keeps its state: StoreSQLite (the default:
+	// DBFile, or memory) or StorePostgres (two databases beside
+	// PostgresURL's, the production-shaped option).
+	Store string
+	// PostgresURL names a database on the server that holds Temporal's
+	// databases under StorePostgres: <name>_temporal and
+	// <name>_temporal_visibility are created there when missing.
+	PostgresURL string
+	// Shards is the number of history shards; 0 is 1 on SQLite and
+	// DefaultPostgresShards on PostgreSQL. A store keeps the count it was
+	// created with (the server ignores a different one later).
+	Shards int
+}
+
+// The stores the embedded server can keep its state in.
+const (
+	StoreSQLite   = "sqlite"
+	StorePostgres = "postgres"
+)
+
+// DefaultPostgresShards is the history shard count of a PostgreSQL store
+// when none is asked for: a few shards let the one-shard queue readers and
+// the shard's lock work in parallel, as in a production cluster.
+const DefaultPostgresShards = 8
+
+func (o TemporalOptions) shards() int32 {
+	switch {
+	case o.Shards > 0:
+		return int32(o.Shards)
+	case o.Store == StorePostgres:
+		return DefaultPostgresShards
+	}
+	return 1
 }
 
 // Temporal is a running in-process server.
@@ -83,37 +116,29 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 		}
 	}
 
-	sqlConf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
-	if o.DBFile == "" {
-		sqlConf.ConnectAttributes["mode"] = "memory"
-		sqlConf.ConnectAttributes["cache"] = "shared"
-		sqlConf.DatabaseName = "conduit-" + strconv.FormatUint(rand.Uint64(), 36)
-	} else {
-		abs, err := filepath.Abs(o.DBFile)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return nil, fmt.Errorf("cannot create the Temporal data folder: %w", err)
-		}
-		sqlConf.ConnectAttributes["mode"] = "rwc"
-		sqlConf.ConnectAttributes["_journal_mode"] = "WAL"
-		sqlConf.ConnectAttributes["_synchronous"] = "NORMAL"
-		sqlConf.DatabaseName = abs
-		if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
-			if err := sqliteschema.SetupSchema(sqlConf); err != nil {
-				return nil, fmt.Errorf("Temporal SQLite schema could not be created in %s: %w", abs, err)
-			}
-		} else if err := forgetMembers(abs); err != nil {
-			return nil, fmt.Errorf("Temporal SQLite file %s could not be prepared: %w", abs, err)
-		}
-		// Histories hold payment payloads and prompts: owner only.
-		if err := os.Chmod(abs, 0o600); err != nil {
-			return nil, err
-		}
+	var (
+		pers config.Persistence
+		err  error
+	)
+	switch o.Store {
+	case "", StoreSQLite:
+		pers, err = sqlitePersistence(o)
+	case StorePostgres:
+		pers, err = postgresPersistence(ctx, o)
+	default:
+		err = fmt.Errorf("unknown Temporal store %q (sqlite or postgres)", o.Store)
 	}
+	if err != nil {
+		return nil, err
+	}
+	pers.NumHistoryShards = o.shards()
 
-	cfg, err := serverConfig(sqlConf, port)
+	// The PostgreSQL schema keeps a member's port in a SMALLINT.
+	memberPort := pg.FreePort
+	if o.Store == StorePostgres {
+		memberPort = freeSmallPort
+	}
+	cfg, err := serverConfig(pers, port, memberPort)
 	if err != nil {
 		return nil, err
 	}
@@ -121,19 +146,13 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sqliteschema.CreateNamespaces(sqlConf, ns); err != nil {
+	// The namespace rows are plain SQL through the server's own plugin, so
+	// this helper of the SQLite schema package serves PostgreSQL too.
+	if err := sqliteschema.CreateNamespaces(pers.DataStores[pers.DefaultStore].SQL, ns); err != nil {
 		return nil, fmt.Errorf("Temporal namespace %q could not be created: %w", o.Namespace, err)
 	}
 
-	dc := dynamicconfig.StaticClient{
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
-		dynamicconfig.EnableServerVersionCheck.Key():                []dynamicconfig.ConstrainedValue{{Value: false}},
-		dynamicconfig.FrontendPersistenceMaxQPS.Key():               []dynamicconfig.ConstrainedValue{{Value: 10000}},
-		dynamicconfig.HistoryPersistenceMaxQPS.Key():                []dynamicconfig.ConstrainedValue{{Value: 45000}},
-	}
-	if o.TimerResolution > 0 {
-		dc[dynamicconfig.TimerProcessorMaxTimeShift.Key()] = []dynamicconfig.ConstrainedValue{{Value: o.TimerResolution}}
-	}
+	dc := dynamicConfig(o)
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
@@ -161,6 +180,97 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	return t, nil
 }
 
+// sqlitePersistence keeps the server's state in one SQLite file (DBFile),
+// created with its schema on first use, or in memory.
+func sqlitePersistence(o TemporalOptions) (config.Persistence, error) {
+	sqlConf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
+	if o.DBFile == "" {
+		sqlConf.ConnectAttributes["mode"] = "memory"
+		sqlConf.ConnectAttributes["cache"] = "shared"
+		sqlConf.DatabaseName = "conduit-" + strconv.FormatUint(rand.Uint64(), 36)
+	} else {
+		abs, err := filepath.Abs(o.DBFile)
+		if err != nil {
+			return config.Persistence{}, err
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return config.Persistence{}, fmt.Errorf("cannot create the Temporal data folder: %w", err)
+		}
+		sqlConf.ConnectAttributes["mode"] = "rwc"
+		// The plugin turns every key it does not know into a pragma of that
+		// name, so these must be the pragmas' own names (an underscore
+		// prefix made pragmas SQLite silently ignores). WAL lets readers
+		// work beside the writer; NORMAL syncs at checkpoints, not at every
+		// commit, which WAL keeps safe against a crash of this process.
+		sqlConf.ConnectAttributes["journal_mode"] = "wal"
+		sqlConf.ConnectAttributes["synchronous"] = "NORMAL"
+		sqlConf.DatabaseName = abs
+		if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+			if err := sqliteschema.SetupSchema(sqlConf); err != nil {
+				return config.Persistence{}, fmt.Errorf("Temporal SQLite schema could not be created in %s: %w", abs, err)
+			}
+		} else if err := forgetMembers(abs); err != nil {
+			return config.Persistence{}, fmt.Errorf("Temporal SQLite file %s could not be prepared: %w", abs, err)
+		}
+		// Histories hold payment payloads and prompts: owner only.
+		if err := os.Chmod(abs, 0o600); err != nil {
+			return config.Persistence{}, err
+		}
+	}
+	return config.Persistence{
+		DefaultStore:    sqliteplugin.PluginName,
+		VisibilityStore: sqliteplugin.PluginName,
+		DataStores:      map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlConf}},
+	}, nil
+}
+
+// unlimited stands for "no limit" in the dynamic config below: far above
+// anything one process can ask of a shard.
+const unlimited = 100_000
+
+// dynamicConfig is what the embedded server is told beyond its defaults.
+// The defaults fit a cluster of many shards; on this one-process server
+// several of them are rate limits, not costs, and set the floor every run
+// stands on (issue #26; docs/operations.md says which a cluster needs).
+func dynamicConfig(o TemporalOptions) dynamicconfig.StaticClient {
+	dc := dynamicconfig.StaticClient{
+		// Search attributes registered at start are usable at once.
+		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		dynamicconfig.EnableServerVersionCheck.Key():                false,
+		dynamicconfig.FrontendPersistenceMaxQPS.Key():               10000,
+		dynamicconfig.HistoryPersistenceMaxQPS.Key():                45000,
+		// Every workflow and activity task reaches matching through its
+		// shard's transfer queue, and each read of a queue waits on a
+		// limiter of this many reads a second per shard (default 20, burst
+		// 20). With one shard a busy caller waits up to 50 ms at every
+		// step: that was the "bare round trip". Reads are driven by new
+		// tasks, so lifting the cap costs nothing when idle. The timer,
+		// visibility and outbound queues have the same per-shard cap
+		// (timers, run lists, Nexus callbacks).
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   unlimited,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      unlimited,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): unlimited,
+		dynamicconfig.OutboundProcessorMaxPollRPS.Key():   unlimited,
+		// A task written to one of a queue's four partitions where no
+		// poller waits is forwarded to the root at most 10 times a second
+		// (matching.forwarderMaxRatePerSecond): a 60-90 ms p90 on a server
+		// with a handful of pollers. One write partition removes the hop;
+		// reads stay on all four, so a backlog an older dev database wrote
+		// to the other partitions is still served.
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
+		// A long poll for a workflow's result can miss the close when two
+		// notifications for that workflow arrive back to back (the
+		// waiter's channel holds one); it then waits out this interval
+		// (20 s by default) before the SDK polls again. One second bounds
+		// that stall; an idle waiter costs one cheap read a second.
+		dynamicconfig.HistoryLongPollExpirationInterval.Key(): time.Second,
+	}
+	if o.TimerResolution > 0 {
+		dc[dynamicconfig.TimerProcessorMaxTimeShift.Key()] = o.TimerResolution
+	}
+	return dc
+}
+
 // forgetMembers drops the cluster members an earlier process recorded.
 // This server is the only node of its cluster, and its services listen on
 // new ports at every start, so every recorded member is a dead address;
@@ -176,7 +286,19 @@ func forgetMembers(file string) error {
 	return err
 }
 
-func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
+// freeSmallPort finds a free loopback port below 32768, where the
+// kernel's own picks (the ephemeral range) never are.
+func freeSmallPort() (int, error) {
+	for range 100 {
+		p := 20000 + rand.IntN(12000)
+		if pg.CheckPortFree(p) == nil {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free TCP port below 32768 on 127.0.0.1")
+}
+
+func serverConfig(pers config.Persistence, port int, memberPort func() (int, error)) (*config.Config, error) {
 	const ip = "127.0.0.1"
 	svc := func(grpcPort int) (config.Service, error) {
 		var err error
@@ -185,7 +307,7 @@ func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
 				return config.Service{}, err
 			}
 		}
-		member, err := pg.FreePort()
+		member, err := memberPort()
 		if err != nil {
 			return config.Service{}, err
 		}
@@ -213,13 +335,8 @@ func serverConfig(sqlConf *config.SQL, port int) (*config.Config, error) {
 
 	hostPort := net.JoinHostPort(ip, strconv.Itoa(port))
 	return &config.Config{
-		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: ip}},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlConf}},
-		},
+		Global:      config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: ip}},
+		Persistence: pers,
 		ClusterMetadata: &cluster.Config{
 			FailoverVersionIncrement: 10,
 			MasterClusterName:        clusterName,

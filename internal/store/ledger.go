@@ -292,44 +292,52 @@ func (s *Store) settle(ctx context.Context, holdID, to string, charge money.Micr
 		return fmt.Errorf("charge must not be negative, got %s", charge)
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var account, status string
-		var amount, charged money.Micros
-		err := tx.QueryRow(ctx, `SELECT account_id, status, amount_micros, charged_micros FROM holds WHERE id = $1 FOR UPDATE`, holdID).
-			Scan(&account, &status, &amount, &charged)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if status != "held" {
-			if status == to && charged == charge {
-				return nil // retried settlement: already done
-			}
-			return ErrHoldSettled
-		}
-		if charge > amount {
-			return ErrChargeExceedsHold
-		}
-		if _, _, err := insertEntry(ctx, tx, account, EntryRelease, amount, "hold/"+holdID+"/release", holdID, ""); err != nil {
-			return err
-		}
-		if charge > 0 {
-			if _, _, err := insertEntry(ctx, tx, account, EntryCharge, -charge, "hold/"+holdID+"/charge", holdID, ""); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET balance_micros = balance_micros + $2 WHERE id = $1`, account, amount-charge); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE holds SET status = $2, charged_micros = $3, settled_at = now() WHERE id = $1`, holdID, to, charge); err != nil {
-			return err
-		}
-		if also != nil {
-			return also(tx)
-		}
-		return nil
+		return settleTx(ctx, tx, holdID, to, charge, also)
 	})
+}
+
+// settleTx is settle inside the caller's transaction.
+func settleTx(ctx context.Context, tx pgx.Tx, holdID, to string, charge money.Micros, also func(pgx.Tx) error) error {
+	if charge < 0 {
+		return fmt.Errorf("charge must not be negative, got %s", charge)
+	}
+	var account, status string
+	var amount, charged money.Micros
+	err := tx.QueryRow(ctx, `SELECT account_id, status, amount_micros, charged_micros FROM holds WHERE id = $1 FOR UPDATE`, holdID).
+		Scan(&account, &status, &amount, &charged)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if status != "held" {
+		if status == to && charged == charge {
+			return nil // retried settlement: already done
+		}
+		return ErrHoldSettled
+	}
+	if charge > amount {
+		return ErrChargeExceedsHold
+	}
+	if _, _, err := insertEntry(ctx, tx, account, EntryRelease, amount, "hold/"+holdID+"/release", holdID, ""); err != nil {
+		return err
+	}
+	if charge > 0 {
+		if _, _, err := insertEntry(ctx, tx, account, EntryCharge, -charge, "hold/"+holdID+"/charge", holdID, ""); err != nil {
+			return err
+		}
+	}
+	// The balance and the hold in one statement (one round trip).
+	if _, err := tx.Exec(ctx, `
+		WITH settled AS (UPDATE holds SET status = $2, charged_micros = $3, settled_at = now() WHERE id = $1)
+		UPDATE accounts SET balance_micros = balance_micros + $5 WHERE id = $4`, holdID, to, charge, account, amount-charge); err != nil {
+		return err
+	}
+	if also != nil {
+		return also(tx)
+	}
+	return nil
 }
 
 // HoldStatus reads a hold's state and charged amount.

@@ -131,26 +131,51 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 				return err
 			}
 		}
+		// The admission itself is one statement: the run, and with a hold
+		// the debit, the hold and its ledger entry, all or nothing, and
+		// nothing once the database's clock is past AdmitBy.
+		var admitBy *time.Time
 		if !n.AdmitBy.IsZero() {
-			var late bool
-			if err := tx.QueryRow(ctx, `SELECT clock_timestamp() > $1`, n.AdmitBy).Scan(&late); err != nil {
-				return err
-			}
-			if late {
-				return ErrAdmissionExpired
-			}
+			admitBy = &n.AdmitBy
 		}
 		holdID := ""
 		if n.Hold > 0 { // a run without model nodes costs nothing and holds nothing
-			if holdID, err = holdTx(ctx, tx, n.AccountID, n.Hold, "run/"+n.RunID); err != nil {
-				return err
-			}
+			holdID = NewID("hold")
 		}
 		run, err = scanRun(tx.QueryRow(ctx, `
+			WITH gate AS (
+				SELECT $12::timestamptz IS NULL OR clock_timestamp() <= $12 AS open
+			), debit AS (
+				UPDATE accounts SET balance_micros = balance_micros - $13
+				WHERE id = $4 AND $13 > 0 AND balance_micros >= $13 AND (SELECT open FROM gate)
+				RETURNING id
+			), hold AS (
+				INSERT INTO holds (id, account_id, amount_micros, status, idempotency_key)
+				SELECT $9, id, $13, 'held', 'run/' || $1 FROM debit
+				RETURNING id
+			), entry AS (
+				INSERT INTO ledger_entries (account_id, kind, amount_micros, idempotency_key, hold_id, reference)
+				SELECT $4, '`+EntryHold+`', -$13, 'hold/' || id, id, 'run/' || $1 FROM hold
+			)
 			INSERT INTO runs (run_id, pipeline_id, version, account_id, kind, status, idempotency_key, workflow_id, request_hash, hold_id, inputs, started_at)
-			VALUES ($1, $2, $3, $4, $5, 'running', $6, $7, $8, $9, $10, $11)
-			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, n.WorkflowID, n.RequestHash, holdID, n.Inputs, n.StartedAt))
-		return err
+			SELECT $1, $2, $3, $4, $5, 'running', $6, $7, $8, $9, $10, $11
+			WHERE (SELECT open FROM gate) AND ($13 = 0 OR EXISTS (SELECT 1 FROM hold))
+			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, n.WorkflowID, n.RequestHash, holdID, n.Inputs, n.StartedAt, admitBy, n.Hold))
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		// Nothing was written (the rare path): say why.
+		var late bool
+		if err := tx.QueryRow(ctx, `SELECT $1::timestamptz IS NOT NULL AND clock_timestamp() > $1`, admitBy).Scan(&late); err != nil {
+			return err
+		}
+		if late {
+			return ErrAdmissionExpired
+		}
+		if err := accountExists(ctx, tx, n.AccountID); err != nil {
+			return err
+		}
+		return ErrInsufficientCredit
 	})
 	return run, existing, err
 }
@@ -196,38 +221,42 @@ type RunResult struct {
 // without media is charged nothing. Calling it again (an activity retry)
 // changes nothing.
 func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
-	r, err := s.Run(ctx, res.RunID)
-	if err != nil {
-		return err
-	}
-	if r.Status != "running" {
-		return nil // already finished: a retried activity
-	}
-	write := func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `
-			UPDATE runs SET status = $2, outputs = $3, nodes = $4, prompt_tokens = $5, completion_tokens = $6,
-				cost_micros = $7, error = $8, finished_at = $9,
-				duration_ms = (extract(epoch FROM ($9::timestamptz - started_at)) * 1000)::bigint
-			WHERE run_id = $1 AND status = 'running'`,
-			res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens, res.Cost, res.Error, res.FinishedAt)
+	// One transaction: the run is read under its row lock, so a retried
+	// activity racing the first attempt waits and then finds it finished.
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE run_id = $1 FOR UPDATE`, res.RunID))
 		if err != nil {
 			return err
 		}
-		for _, it := range res.Media {
-			it.AccountID, it.RunID, it.PipelineID, it.Origin = r.AccountID, r.RunID, r.PipelineID, OriginGenerated
-			if err := insertItemTx(ctx, tx, it); err != nil {
+		if r.Status != "running" {
+			return nil // already finished: a retried activity
+		}
+		write := func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `
+				UPDATE runs SET status = $2, outputs = $3, nodes = $4, prompt_tokens = $5, completion_tokens = $6,
+					cost_micros = $7, error = $8, finished_at = $9,
+					duration_ms = (extract(epoch FROM ($9::timestamptz - started_at)) * 1000)::bigint
+				WHERE run_id = $1 AND status = 'running'`,
+				res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens, res.Cost, res.Error, res.FinishedAt)
+			if err != nil {
 				return err
 			}
+			for _, it := range res.Media {
+				it.AccountID, it.RunID, it.PipelineID, it.Origin = r.AccountID, r.RunID, r.PipelineID, OriginGenerated
+				if err := insertItemTx(ctx, tx, it); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
-		return nil
-	}
-	switch {
-	case r.HoldID == "":
-		return pgx.BeginFunc(ctx, s.pool, write)
-	case res.Status == "success" || res.Cost > 0:
-		return s.Capture(ctx, r.HoldID, res.Cost, write)
-	}
-	return s.Release(ctx, r.HoldID, write)
+		switch {
+		case r.HoldID == "":
+			return write(tx)
+		case res.Status == "success" || res.Cost > 0:
+			return settleTx(ctx, tx, r.HoldID, "captured", res.Cost, write)
+		}
+		return settleTx(ctx, tx, r.HoldID, "released", 0, write)
+	})
 }
 
 // ChargesForHold counts charge entries of a hold (tests: charged once).

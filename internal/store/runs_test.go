@@ -44,3 +44,55 @@ func TestStartRunAdmitBy(t *testing.T) {
 		t.Fatalf("the step again: %+v %v %v, balance %s", again, existing, err, balance(t, acct))
 	}
 }
+
+// The admission is one statement (issue #26): the run, the debit, the
+// hold and its entry are written together or not at all, and FinishRun
+// settles the hold and records the result in one transaction.
+func TestStartRunHoldsAndFinishSettles(t *testing.T) {
+	ctx := context.Background()
+	acct := newAccount(t, 5*money.USD)
+	p, err := st.CreatePipeline(ctx, acct, "one-statement", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRun := func(id, account string, hold money.Micros) store.NewRun {
+		return store.NewRun{RunID: id, PipelineID: p.ID, Version: 1, AccountID: account, Kind: "invoke", WorkflowID: "pipeline-run/" + id,
+			Inputs: map[string]string{}, StartedAt: time.Now(), Hold: hold, AdmitBy: time.Now().Add(time.Minute)}
+	}
+	if _, _, err := st.StartRun(ctx, newRun("too-dear", acct, 6*money.USD)); !errors.Is(err, store.ErrInsufficientCredit) {
+		t.Fatalf("a hold above the balance: %v", err)
+	}
+	if _, err := st.Run(ctx, "too-dear"); !errors.Is(err, store.ErrNotFound) || balance(t, acct) != 5*money.USD {
+		t.Fatalf("a refused admission wrote something: %v, balance %s", err, balance(t, acct))
+	}
+	if _, _, err := st.StartRun(ctx, newRun("nobody", "acct_missing", money.USD)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an unknown account: %v", err)
+	}
+	free, _, err := st.StartRun(ctx, newRun("free", acct, 0))
+	if err != nil || free.HoldID != "" || balance(t, acct) != 5*money.USD {
+		t.Fatalf("a run without a hold: %+v %v, balance %s", free, err, balance(t, acct))
+	}
+	run, _, err := st.StartRun(ctx, newRun("held", acct, 2*money.USD))
+	if err != nil || run.HoldID == "" || run.Status != "running" || balance(t, acct) != 3*money.USD {
+		t.Fatalf("a held run: %+v %v, balance %s", run, err, balance(t, acct))
+	}
+	if status, _, err := st.HoldStatus(ctx, run.HoldID); err != nil || status != "held" {
+		t.Fatalf("its hold: %s %v", status, err)
+	}
+	res := store.RunResult{RunID: "held", Status: "success", Outputs: map[string]string{"a": "b"}, Nodes: json.RawMessage(`[]`), Cost: money.USD / 2, FinishedAt: time.Now()}
+	for range 2 { // the second is a retried activity: no change
+		if err := st.FinishRun(ctx, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, charged, err := st.ChargesForHold(ctx, run.HoldID)
+	if err != nil || n != 1 || charged != money.USD/2 || balance(t, acct) != 5*money.USD-money.USD/2 {
+		t.Fatalf("settled: %d charges of %s (%v), balance %s", n, charged, err, balance(t, acct))
+	}
+	if r, err := st.Run(ctx, "held"); err != nil || r.Status != "success" || r.Cost != money.USD/2 {
+		t.Fatalf("the run after finishing: %+v %v", r, err)
+	}
+	if err := st.FinishRun(ctx, store.RunResult{RunID: "free", Status: "error", Outputs: map[string]string{}, Nodes: json.RawMessage(`[]`), FinishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+}

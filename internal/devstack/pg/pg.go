@@ -357,3 +357,21 @@ func readOrCreateSecret(path string) (string, error) {
 	}
 	return s, nil
 }
+
+// EnsureDatabase creates the database name on the server serverURL points
+// at (any database of it) when it does not exist yet.
+func EnsureDatabase(ctx context.Context, serverURL, name string) error {
+	return ensureDatabase(ctx, serverURL, name)
+}
+
+// DropDatabase removes the database name (ending its sessions) from the
+// server serverURL points at, when it exists.
+func DropDatabase(ctx context.Context, serverURL, name string) error {
+	c, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}
