@@ -5,12 +5,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"conduit/internal/errs"
 	"conduit/internal/topup"
 	"conduit/internal/x402"
 )
-
-const notConfigured = topup.NotConfigured
 
 // topUp: POST /api/billing/credits/x402 (spec §4.5). The rules — the
 // bearer checked before anything settles, the payment taken and settled
@@ -30,10 +27,4 @@ func (s *Server) topUp(c *gin.Context) {
 		"grantedUsd": r.Granted, "duplicate": r.Duplicate, "balanceUsd": r.Balance,
 		"network": r.Network, "transaction": r.Transaction, "payer": r.Payer,
 	})
-}
-
-// paymentRequired answers 402 with the challenge in PAYMENT-REQUIRED (and
-// in the body, for v1-style readers); reason says why.
-func (s *Server) paymentRequired(c *gin.Context, challenge x402.PaymentRequired, reason string) {
-	fail(c, &errs.Error{Kind: errs.PaymentRequired, Msg: reason, Challenge: challenge})
 }

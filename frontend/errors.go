@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -77,9 +76,6 @@ func toError(c *gin.Context, err error) *errs.Error {
 		if e.Kind == errs.Internal {
 			log.Error("request failed", "err", err)
 		}
-		return e
-	}
-	if e := fromAPIError(err); e != nil {
 		return e
 	}
 	if v, ok := c.Get(classifierKey); ok {
@@ -313,59 +309,4 @@ func bearerChallenge(c *gin.Context, scope string) {
 		h += " " + strings.Join(params, ", ")
 	}
 	c.Header("WWW-Authenticate", h)
-}
-
-// APIError is the error type handlers used before they returned *errs.Error
-// values. It is kept until the branches converting paycall.go, speech.go,
-// music.go, video.go, purchases.go, deliveries.go, billing.go, enclaves.go,
-// enclave_signing.go, tasks.go and admin.go merge; then delete it with
-// errorf, toAPIError and fromAPIError (and its call in toError).
-type APIError struct {
-	Status  int
-	Message string
-	// Code is the spec's machine-readable code (INSUFFICIENT_CREDITS, …).
-	Code string
-	// Extra fields that sit beside error/code in the body (balanceUsd, …).
-	Extra map[string]any
-	// RetryAfter, when set, is sent as the Retry-After header (seconds).
-	RetryAfter time.Duration
-	// Challenge is the x402 challenge of a 402 (errs.Error.Challenge).
-	Challenge *x402.PaymentRequired
-	// Scope is the missing scope of a 403 (errs.Error.Scope).
-	Scope string
-}
-
-func (e *APIError) Error() string { return e.Message }
-
-// errorf builds an APIError with a formatted message (kept until …, as
-// APIError).
-func errorf(status int, format string, args ...any) *APIError {
-	return &APIError{Status: status, Message: fmt.Sprintf(format, args...)}
-}
-
-// fromAPIError is an APIError in the domain's vocabulary, its kind the one
-// the statuses table gives its status (nil for any other error).
-func fromAPIError(err error) *errs.Error {
-	var a *APIError
-	if !errors.As(err, &a) {
-		return nil
-	}
-	e := &errs.Error{Kind: errs.Internal, Msg: a.Message, Code: a.Code, Extra: a.Extra, RetryAfter: a.RetryAfter, Scope: a.Scope}
-	if a.Challenge != nil {
-		e.Challenge = a.Challenge
-	}
-	for k, st := range statuses {
-		if st == a.Status {
-			e.Kind = k
-		}
-	}
-	return e
-}
-
-// toAPIError is err as an APIError (kept until …, as APIError; callers
-// move to toError).
-func toAPIError(c *gin.Context, err error) *APIError {
-	e := toError(c, err)
-	return &APIError{Status: statusOf(e.Kind), Message: e.Msg, Code: e.Code, Extra: e.Extra,
-		RetryAfter: e.RetryAfter, Challenge: challengeOf(e), Scope: e.Scope}
 }

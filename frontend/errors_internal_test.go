@@ -45,14 +45,6 @@ var errorStatus = regexp.MustCompile(`http\.Status(BadRequest|Unauthorized|Payme
 	`GatewayTimeout|HTTPVersionNotSupported|VariantAlsoNegotiates|InsufficientStorage|LoopDetected|NotExtended|` +
 	`NetworkAuthenticationRequired)\b|\bAPIError\{|\berrorf\(|AbortWithStatus`)
 
-// notYetConverted are the handlers other branches are converting to
-// errs values in parallel; the lead empties this list when they merge.
-var notYetConverted = map[string]bool{
-	"paycall.go": true, "speech.go": true, "music.go": true, "video.go": true, "purchases.go": true,
-	"billing.go": true, "enclaves.go": true, "enclave_signing.go": true, "tasks.go": true, "admin.go": true,
-	"invoke.go": true, "library.go": true,
-}
-
 // Only errors.go turns errors into HTTP statuses: every other file of the
 // frontend (pages included) returns *errs.Error values and calls fail,
 // writeError or failPage, so the statuses table is the whole story.
@@ -87,20 +79,10 @@ func TestOnlyErrorsGoPicksErrorStatuses(t *testing.T) {
 				hits = append(hits, fmt.Sprintf("%s:%d: %s", path, i+1, strings.TrimSpace(line)))
 			}
 		}
-		switch {
-		case len(hits) > 0 && !notYetConverted[path]:
+		if len(hits) > 0 {
 			t.Errorf("an error status outside errors.go (return an *errs.Error and call fail):\n%s", strings.Join(hits, "\n"))
-		case len(hits) == 0 && notYetConverted[path]:
-			t.Logf("%s is converted: drop it from notYetConverted", path)
 		}
 	}
-}
-
-// storeNotYetMoved are the handlers other branches are moving onto domain
-// services in parallel; the lead empties this list when they merge.
-var storeNotYetMoved = map[string]bool{
-	"paycall.go": true, "speech.go": true, "music.go": true, "video.go": true, "purchases.go": true, "deliveries.go": true,
-	"billing.go": true, "enclaves.go": true, "enclave_signing.go": true, "tasks.go": true, "admin.go": true,
 }
 
 // Handlers call domain services: only server.go, which wires the store and
@@ -116,7 +98,7 @@ func TestHandlersImportNoStoreNorTemporalClient(t *testing.T) {
 			name := filepath.Base(path)
 			for _, imp := range f.Imports {
 				p := strings.Trim(imp.Path.Value, `"`)
-				if (p == "conduit/internal/store" || p == "go.temporal.io/sdk/client") && name != "server.go" && !storeNotYetMoved[name] {
+				if (p == "conduit/internal/store" || p == "go.temporal.io/sdk/client") && name != "server.go" {
 					t.Errorf("%s imports %s: call a domain service instead (server.go wires it)", name, p)
 				}
 			}
