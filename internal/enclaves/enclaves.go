@@ -251,26 +251,6 @@ const (
 	MaxDesc      = 1000
 )
 
-// problems collects field errors into one Invalid error.
-type problems []map[string]string
-
-func (p *problems) add(field, msg string) {
-	*p = append(*p, map[string]string{"field": field, "message": msg})
-}
-
-func (p problems) err() error {
-	if len(p) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(p))
-	for i, x := range p {
-		msgs[i] = x["field"] + ": " + x["message"]
-	}
-	e := errs.Invalidf("the enclave is not valid: %s", strings.Join(msgs, "; "))
-	e.Extra = map[string]any{"problems": []map[string]string(p)}
-	return e
-}
-
 // Validate checks a create request against the local provider alone; see
 // ValidateFor.
 func (c *Create) Validate() error { return c.ValidateFor(nil) }
@@ -283,16 +263,16 @@ func (c *Create) ValidateFor(offered Offered) error {
 	if offered == nil {
 		offered = LocalOnly
 	}
-	var p problems
+	var p errs.Problems
 	c.Name = strings.TrimSpace(c.Name)
 	switch {
 	case c.Name == "":
-		p.add("name", "is required")
+		p.Add("name", "is required")
 	case len(c.Name) > MaxName:
-		p.add("name", fmt.Sprintf("is longer than %d characters", MaxName))
+		p.Add("name", fmt.Sprintf("is longer than %d characters", MaxName))
 	}
 	if len(c.Description) > MaxDesc {
-		p.add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
+		p.Add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
 	}
 	if c.ProviderID == "" {
 		c.ProviderID = ProviderLocal
@@ -300,15 +280,15 @@ func (c *Create) ValidateFor(offered Offered) error {
 	regions, ok := offered[c.ProviderID]
 	switch {
 	case !ok && c.ProviderID == ProviderAWSNitro:
-		p.add("providerId", fmt.Sprintf("%q is not configured here (enclaves.aws); use one of %s", c.ProviderID, offered.ids()))
+		p.Add("providerId", fmt.Sprintf("%q is not configured here (enclaves.aws); use one of %s", c.ProviderID, offered.ids()))
 	case !ok:
-		p.add("providerId", fmt.Sprintf("%q is not a provider here; use one of %s", c.ProviderID, offered.ids()))
+		p.Add("providerId", fmt.Sprintf("%q is not a provider here; use one of %s", c.ProviderID, offered.ids()))
 	default:
 		if c.Region == "" && len(regions) > 0 {
 			c.Region = regions[0]
 		}
 		if !slices.Contains(regions, c.Region) {
-			p.add("region", fmt.Sprintf("%q is not a region of provider %q; use %q", c.Region, c.ProviderID, strings.Join(regions, `", "`)))
+			p.Add("region", fmt.Sprintf("%q is not a region of provider %q; use %q", c.Region, c.ProviderID, strings.Join(regions, `", "`)))
 		}
 	}
 	if c.SourceType == "" {
@@ -317,32 +297,32 @@ func (c *Create) ValidateFor(offered Offered) error {
 	switch c.SourceType {
 	case SourceRegistry:
 		if c.RegistryUsername != "" || c.RegistryPassword != "" {
-			p.add("registryUsername", `credentials are for sourceType "private-registry"`)
+			p.Add("registryUsername", `credentials are for sourceType "private-registry"`)
 		}
 	case SourcePrivateRegistry:
 		if c.RegistryUsername == "" || c.RegistryPassword == "" {
-			p.add("registryPassword", "registryUsername and registryPassword are required for a private registry")
+			p.Add("registryPassword", "registryUsername and registryPassword are required for a private registry")
 		}
 	case SourceGitHub:
 		if c.RegistryUsername != "" || c.RegistryPassword != "" {
-			p.add("registryUsername", `credentials are for sourceType "private-registry"`)
+			p.Add("registryUsername", `credentials are for sourceType "private-registry"`)
 		}
 		c.GitHub.validate(&p)
 		if c.ProviderConfig == nil {
 			c.ProviderConfig = &ProviderConfig{}
 		}
 	default:
-		p.add("sourceType", `must be "registry", "private-registry" or "github"`)
+		p.Add("sourceType", `must be "registry", "private-registry" or "github"`)
 	}
 	if c.GitHub != nil && c.SourceType != SourceGitHub {
-		p.add("githubConnection", `is only for sourceType "github"`)
+		p.Add("githubConnection", `is only for sourceType "github"`)
 	}
 	if c.ProviderConfig == nil {
-		p.add("providerConfig", "is required (dockerImage, cpuCount, memoryMiB)")
+		p.Add("providerConfig", "is required (dockerImage, cpuCount, memoryMiB)")
 	} else {
 		c.ProviderConfig.validate(&p, "providerConfig.", c.SourceType)
 	}
-	return p.err()
+	return p.Err("the enclave")
 }
 
 // MaxGitHubUsername and MaxGitHubToken bound a github connection.
@@ -354,55 +334,55 @@ const (
 
 // validate checks a github connection and fills the default branch
 // (main). githubConnection is required for a github source.
-func (g *GitHubCreate) validate(p *problems) {
+func (g *GitHubCreate) validate(p *errs.Problems) {
 	if g == nil {
-		p.add("githubConnection", `is required for sourceType "github" (selectedRepo "owner/name", selectedBranch, username, token)`)
+		p.Add("githubConnection", `is required for sourceType "github" (selectedRepo "owner/name", selectedBranch, username, token)`)
 		return
 	}
 	g.SelectedRepo = strings.TrimSpace(g.SelectedRepo)
 	g.SelectedBranch = strings.TrimSpace(g.SelectedBranch)
 	g.Username = strings.TrimSpace(g.Username)
 	if g.SelectedRepo == "" {
-		p.add("githubConnection.selectedRepo", `is required ("owner/name")`)
+		p.Add("githubConnection.selectedRepo", `is required ("owner/name")`)
 	} else if why := build.ValidRepo(g.SelectedRepo); why != "" {
-		p.add("githubConnection.selectedRepo", why)
+		p.Add("githubConnection.selectedRepo", why)
 	}
 	if g.SelectedBranch == "" {
 		g.SelectedBranch = DefaultBranch
 	}
 	if why := build.ValidBranch(g.SelectedBranch); why != "" {
-		p.add("githubConnection.selectedBranch", "is not a branch name: "+why)
+		p.Add("githubConnection.selectedBranch", "is not a branch name: "+why)
 	}
 	if len(g.Username) > MaxGitHubUsername || strings.ContainsAny(g.Username, " :/\t\n") {
-		p.add("githubConnection.username", fmt.Sprintf("must be a user name of at most %d characters, without spaces, \":\" or \"/\"", MaxGitHubUsername))
+		p.Add("githubConnection.username", fmt.Sprintf("must be a user name of at most %d characters, without spaces, \":\" or \"/\"", MaxGitHubUsername))
 	}
 	if len(g.Token) > MaxGitHubToken || strings.ContainsAny(g.Token, " \t\r\n") {
-		p.add("githubConnection.token", fmt.Sprintf("must be a token of at most %d characters, without spaces", MaxGitHubToken))
+		p.Add("githubConnection.token", fmt.Sprintf("must be a token of at most %d characters, without spaces", MaxGitHubToken))
 	}
 }
 
-func (pc *ProviderConfig) validate(p *problems, prefix, source string) {
+func (pc *ProviderConfig) validate(p *errs.Problems, prefix, source string) {
 	pc.DockerImage = strings.TrimSpace(pc.DockerImage)
 	if source == SourceGitHub {
 		if pc.DockerImage != "" {
-			p.add(prefix+"dockerImage", `is set by the build for sourceType "github"; leave it out`)
+			p.Add(prefix+"dockerImage", `is set by the build for sourceType "github"; leave it out`)
 		}
 	} else if pc.DockerImage == "" {
-		p.add(prefix+"dockerImage", "is required")
+		p.Add(prefix+"dockerImage", "is required")
 	} else if !validRef(pc.DockerImage) {
-		p.add(prefix+"dockerImage", "is not an image reference (registry/name:tag or registry/name@sha256:…)")
+		p.Add(prefix+"dockerImage", "is not an image reference (registry/name:tag or registry/name@sha256:…)")
 	}
 	if pc.CPUCount == 0 {
 		pc.CPUCount = 1
 	}
 	if pc.CPUCount < 1 || pc.CPUCount > MaxCPUCount {
-		p.add(prefix+"cpuCount", fmt.Sprintf("must be between 1 and %d", MaxCPUCount))
+		p.Add(prefix+"cpuCount", fmt.Sprintf("must be between 1 and %d", MaxCPUCount))
 	}
 	if pc.MemoryMiB == 0 {
 		pc.MemoryMiB = 256
 	}
 	if pc.MemoryMiB < MinMemoryMiB || pc.MemoryMiB > MaxMemoryMiB {
-		p.add(prefix+"memoryMiB", fmt.Sprintf("must be between %d and %d", MinMemoryMiB, MaxMemoryMiB))
+		p.Add(prefix+"memoryMiB", fmt.Sprintf("must be between %d and %d", MinMemoryMiB, MaxMemoryMiB))
 	}
 }
 
@@ -423,24 +403,24 @@ func (pt *Patch) Validate() error { return pt.ValidateFor(SourceRegistry) }
 // ValidateFor checks a patch of an enclave of the source type (a github
 // source's providerConfig has no dockerImage: the build sets it).
 func (pt *Patch) ValidateFor(source string) error {
-	var p problems
+	var p errs.Problems
 	if pt.Name == nil && pt.Description == nil && pt.ProviderConfig == nil {
-		p.add("body", "nothing to change: send name, description or providerConfig")
+		p.Add("body", "nothing to change: send name, description or providerConfig")
 	}
 	if pt.Name != nil {
 		n := strings.TrimSpace(*pt.Name)
 		pt.Name = &n
 		if n == "" || len(n) > MaxName {
-			p.add("name", fmt.Sprintf("must be 1 to %d characters", MaxName))
+			p.Add("name", fmt.Sprintf("must be 1 to %d characters", MaxName))
 		}
 	}
 	if pt.Description != nil && len(*pt.Description) > MaxDesc {
-		p.add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
+		p.Add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
 	}
 	if pt.ProviderConfig != nil {
 		pt.ProviderConfig.validate(&p, "providerConfig.", source)
 	}
-	return p.err()
+	return p.Err("the enclave")
 }
 
 // Owned returns e when account owns it, else NotFound: another account's

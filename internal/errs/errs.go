@@ -10,6 +10,7 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -125,4 +126,35 @@ func As(err error) (*Error, bool) {
 func Is(err error, k Kind) bool {
 	e, ok := As(err)
 	return ok && e.Kind == k
+}
+
+// Problems collects a request's field errors, so that one Invalid error
+// names them all at once (the body's "problems": [{field, message}]).
+type Problems []map[string]string
+
+// Add records that field is wrong and why.
+func (p *Problems) Add(field, msg string) {
+	*p = append(*p, map[string]string{"field": field, "message": msg})
+}
+
+// Err is nil without problems, else one Invalid error saying what is not
+// valid ("the task", "the enclave", …) and listing every problem.
+func (p Problems) Err(what string) error {
+	if len(p) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(p))
+	for i, x := range p {
+		msgs[i] = x["field"] + ": " + x["message"]
+	}
+	e := Invalidf("%s is not valid: %s", what, strings.Join(msgs, "; "))
+	e.Extra = map[string]any{"problems": []map[string]string(p)}
+	return e
+}
+
+// Field is an Invalid error naming one field's problem.
+func Field(field, msg string) *Error {
+	e := Invalidf("%s: %s", field, msg)
+	e.Extra = map[string]any{"problems": []map[string]string{{"field": field, "message": msg}}}
+	return e
 }

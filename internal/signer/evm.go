@@ -23,10 +23,7 @@ const MaxCalldata = 128 << 10
 
 // invalid is a 400 naming the field.
 func invalid(field, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	e := errs.Invalidf("%s: %s", field, msg)
-	e.Extra = map[string]any{"problems": []map[string]string{{"field": field, "message": msg}}}
-	return e
+	return errs.Field(field, fmt.Sprintf(format, args...))
 }
 
 // EVMTransaction is an unsigned EIP-1559 (type 2) transaction ready to be signed.

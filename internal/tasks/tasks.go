@@ -182,51 +182,31 @@ type Patch struct {
 	Status               *string  `json:"status"`
 }
 
-// problems collects field errors into one Invalid error.
-type problems []map[string]string
-
-func (p *problems) add(field, msg string) {
-	*p = append(*p, map[string]string{"field": field, "message": msg})
-}
-
-func (p problems) err() error {
-	if len(p) == 0 {
-		return nil
-	}
-	msgs := make([]string, len(p))
-	for i, x := range p {
-		msgs[i] = x["field"] + ": " + x["message"]
-	}
-	e := errs.Invalidf("the task is not valid: %s", strings.Join(msgs, "; "))
-	e.Extra = map[string]any{"problems": []map[string]string(p)}
-	return e
-}
-
 // Invalid is one field's 400, in the same shape as Validate's.
 func Invalid(field, msg string) error {
-	var p problems
-	p.add(field, msg)
-	return p.err()
+	var p errs.Problems
+	p.Add(field, msg)
+	return p.Err("the task")
 }
 
 // Validate checks a create request and fills the defaults.
 func (c *Create) Validate() error {
-	var p problems
+	var p errs.Problems
 	c.EnclaveID = strings.TrimSpace(c.EnclaveID)
 	if c.EnclaveID == "" {
-		p.add("enclaveId", "is required: the enclave whose application the task calls")
+		p.Add("enclaveId", "is required: the enclave whose application the task calls")
 	}
 	switch c.Status {
 	case "", string(Running), string(Stopped):
 	default:
-		p.add("status", `may only be "running" (the default) or "stopped" at creation`)
+		p.Add("status", `may only be "running" (the default) or "stopped" at creation`)
 	}
 	c.Name = strings.TrimSpace(c.Name)
 	if c.Name == "" {
-		p.add("name", "is required")
+		p.Add("name", "is required")
 	}
 	if c.Schedule == "" {
-		p.add("schedule", `is required: a cron expression ("*/5 * * * *", "@daily") or "@every <duration>"`)
+		p.Add("schedule", `is required: a cron expression ("*/5 * * * *", "@daily") or "@every <duration>"`)
 	}
 	if c.Request == nil {
 		c.Request = &Request{}
@@ -246,36 +226,36 @@ func (c *Create) Validate() error {
 	def(&c.JitterSeconds, 0)
 	def(&c.FailureThreshold, DefaultFailureThreshold)
 	c.Spec.check(&p)
-	return p.err()
+	return p.Err("the task")
 }
 
-func (s *Spec) check(p *problems) {
+func (s *Spec) check(p *errs.Problems) {
 	if len(s.Name) > MaxName {
-		p.add("name", fmt.Sprintf("is longer than %d characters", MaxName))
+		p.Add("name", fmt.Sprintf("is longer than %d characters", MaxName))
 	}
 	if len(s.Description) > MaxDesc {
-		p.add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
+		p.Add("description", fmt.Sprintf("is longer than %d characters", MaxDesc))
 	}
 	if s.Schedule != "" {
 		if _, err := ParseSchedule(s.Schedule); err != nil {
-			p.add("schedule", err.Error())
+			p.Add("schedule", err.Error())
 		}
 	}
 	if _, err := time.LoadLocation(s.Timezone); err != nil || s.Timezone == "Local" {
-		p.add("timezone", fmt.Sprintf("%q is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\", \"America/New_York\")", s.Timezone))
+		p.Add("timezone", fmt.Sprintf("%q is not an IANA time zone name (e.g. \"UTC\", \"Europe/Berlin\", \"America/New_York\")", s.Timezone))
 	}
 	s.Request.check(p)
 	if !slices.Contains(Overlaps, s.Overlap) {
-		p.add("overlap", "must be one of "+strings.Join(Overlaps, ", "))
+		p.Add("overlap", "must be one of "+strings.Join(Overlaps, ", "))
 	}
 	if v := *s.CatchupWindowSeconds; v < MinCatchupSeconds || v > MaxCatchupSeconds {
-		p.add("catchupWindowSeconds", fmt.Sprintf("must be between %d and %d", MinCatchupSeconds, MaxCatchupSeconds))
+		p.Add("catchupWindowSeconds", fmt.Sprintf("must be between %d and %d", MinCatchupSeconds, MaxCatchupSeconds))
 	}
 	if v := *s.JitterSeconds; v < 0 || v > MaxJitterSeconds {
-		p.add("jitterSeconds", fmt.Sprintf("must be between 0 and %d", MaxJitterSeconds))
+		p.Add("jitterSeconds", fmt.Sprintf("must be between 0 and %d", MaxJitterSeconds))
 	}
 	if v := *s.FailureThreshold; v < 1 || v > MaxFailureThreshold {
-		p.add("failureThreshold", fmt.Sprintf("must be between 1 and %d", MaxFailureThreshold))
+		p.Add("failureThreshold", fmt.Sprintf("must be between 1 and %d", MaxFailureThreshold))
 	}
 }
 
@@ -284,46 +264,46 @@ var methods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.Met
 // Headers a task may not set: the transport owns them.
 var reserved = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Te", "Trailer", "Keep-Alive", "Proxy-Connection"}
 
-func (r *Request) check(p *problems) {
+func (r *Request) check(p *errs.Problems) {
 	r.Method = strings.ToUpper(strings.TrimSpace(r.Method))
 	if r.Method == "" {
 		r.Method = http.MethodPost
 	}
 	if !slices.Contains(methods, r.Method) {
-		p.add("request.method", "must be one of "+strings.Join(methods, ", "))
+		p.Add("request.method", "must be one of "+strings.Join(methods, ", "))
 	}
 	if r.Path == "" {
 		r.Path = "/"
 	}
 	if msg := checkPath(r.Path); msg != "" {
-		p.add("request.path", msg)
+		p.Add("request.path", msg)
 	}
 	if len(r.Headers) > MaxHeaders {
-		p.add("request.headers", fmt.Sprintf("at most %d headers", MaxHeaders))
+		p.Add("request.headers", fmt.Sprintf("at most %d headers", MaxHeaders))
 	}
 	for _, k := range sortedKeys(r.Headers) {
 		v := r.Headers[k]
 		canon := textproto.CanonicalMIMEHeaderKey(k)
 		switch {
 		case k == "" || strings.ContainsAny(k, " \t\r\n:") || !isToken(k):
-			p.add("request.headers", fmt.Sprintf("%q is not a header name", k))
+			p.Add("request.headers", fmt.Sprintf("%q is not a header name", k))
 		case slices.Contains(reserved, canon) || strings.HasPrefix(canon, "X-Conduit-"):
-			p.add("request.headers", fmt.Sprintf("%s is set by the platform and cannot be given", canon))
+			p.Add("request.headers", fmt.Sprintf("%s is set by the platform and cannot be given", canon))
 		case strings.ContainsAny(v, "\r\n\x00") || len(v) > 8192:
-			p.add("request.headers", fmt.Sprintf("the value of %s is not a valid header value", k))
+			p.Add("request.headers", fmt.Sprintf("the value of %s is not a valid header value", k))
 		}
 	}
 	if len(r.Body) > MaxBody {
-		p.add("request.body", fmt.Sprintf("is longer than %d bytes", MaxBody))
+		p.Add("request.body", fmt.Sprintf("is longer than %d bytes", MaxBody))
 	}
 	if r.Body != "" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		p.add("request.body", "a "+r.Method+" request has no body")
+		p.Add("request.body", "a "+r.Method+" request has no body")
 	}
 	if r.TimeoutSeconds == 0 {
 		r.TimeoutSeconds = DefaultTimeoutSeconds
 	}
 	if r.TimeoutSeconds < 1 || r.TimeoutSeconds > MaxTimeoutSeconds {
-		p.add("request.timeoutSeconds", fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds))
+		p.Add("request.timeoutSeconds", fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds))
 	}
 }
 
@@ -368,24 +348,24 @@ func checkPath(path string) string {
 // Validate checks a patch; the result applies to t (the stored task) with
 // Apply.
 func (pt *Patch) Validate() error {
-	var p problems
+	var p errs.Problems
 	if *pt == (Patch{}) {
-		p.add("body", "nothing to change: send name, description, schedule, timezone, request, overlap, catchupWindowSeconds, jitterSeconds, failureThreshold or status")
+		p.Add("body", "nothing to change: send name, description, schedule, timezone, request, overlap, catchupWindowSeconds, jitterSeconds, failureThreshold or status")
 	}
 	if pt.Name != nil {
 		n := strings.TrimSpace(*pt.Name)
 		pt.Name = &n
 		if n == "" {
-			p.add("name", "must not be empty")
+			p.Add("name", "must not be empty")
 		}
 	}
 	if pt.Schedule != nil && strings.TrimSpace(*pt.Schedule) == "" {
-		p.add("schedule", "must not be empty")
+		p.Add("schedule", "must not be empty")
 	}
 	if pt.Status != nil && *pt.Status != string(Running) && *pt.Status != string(Stopped) {
-		p.add("status", `may be set to "stopped" (pause the schedule) or "running" (resume it); "failed" and "pending" are set by the platform`)
+		p.Add("status", `may be set to "stopped" (pause the schedule) or "running" (resume it); "failed" and "pending" are set by the platform`)
 	}
-	return p.err()
+	return p.Err("the task")
 }
 
 // Apply returns t's spec with the patch applied, validated.
@@ -421,9 +401,9 @@ func (pt *Patch) Apply(t Task) (Spec, error) {
 	if pt.FailureThreshold != nil {
 		s.FailureThreshold = pt.FailureThreshold
 	}
-	var p problems
+	var p errs.Problems
 	s.check(&p)
-	return s, p.err()
+	return s, p.Err("the task")
 }
 
 // Owned returns t when account owns it and it is not deleted, else

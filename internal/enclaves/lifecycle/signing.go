@@ -261,9 +261,7 @@ func chainOf(s string) (string, error) {
 	case "solana":
 		return "solana", nil
 	}
-	e := errs.Invalidf("chain: must be evm or solana")
-	e.Extra = map[string]any{"problems": []map[string]string{{"field": "chain", "message": "must be evm or solana"}}}
-	return "", e
+	return "", errs.Field("chain", "must be evm or solana")
 }
 
 // SignTransaction signs an unsigned EVM or Solana transaction. An EVM
