@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"time"
@@ -74,19 +75,19 @@ func (s *Server) walletLimiter() *limiter.Limiter {
 	return limiter.New(memory.NewStore(), rate)
 }
 
-// walletAllowed counts a call against the wallet's limit, answering 429
-// when it is spent.
-func (s *Server) walletAllowed(c *gin.Context, network, payer string) bool {
-	if err := s.walletLimit(c, network, payer); err != nil {
-		fail(c, err)
-		return false
-	}
-	return true
+// walletLimit counts a paid call against its wallet's budget: a 429 with
+// Retry-After when it is spent.
+func (s *Server) walletLimit(c *gin.Context, network, payer string) error {
+	return spend(context.WithoutCancel(c.Request.Context()), s.wallets, network+"/"+payer, func(lc limiter.Context, retry int64) string {
+		return fmt.Sprintf("rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry)
+	})
 }
 
-// walletLimit is walletAllowed as an error: 429 with Retry-After.
-func (s *Server) walletLimit(c *gin.Context, network, payer string) error {
-	lc, err := s.wallets.Get(context.WithoutCancel(c.Request.Context()), network+"/"+payer)
+// spend counts one call against key's budget in l: nil while it lasts,
+// else a TooManyRequests error whose Retry-After is when it refills and
+// whose message is refusal's.
+func spend(ctx context.Context, l *limiter.Limiter, key string, refusal func(lc limiter.Context, retry int64) string) error {
+	lc, err := l.Get(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (s *Server) walletLimit(c *gin.Context, network, payer string) error {
 		return nil
 	}
 	retry := max(1, lc.Reset-time.Now().Unix())
-	e := errs.TooManyf("rate limit exceeded: at most %d paid calls per %s from one wallet; retry after %d s", lc.Limit, s.wallets.Rate.Period, retry)
+	e := errs.TooManyf("%s", refusal(lc, retry))
 	e.RetryAfter = time.Duration(retry) * time.Second
 	return e
 }

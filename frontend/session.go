@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/ulule/limiter/v3"
 
 	"conduit/internal/errs"
 	"conduit/internal/humans"
@@ -168,18 +169,13 @@ func (s *Server) signUp(c *gin.Context) {
 // apiSignInAllowed counts an attempt against key like signInAllowed, but
 // answers 429 as JSON.
 func (s *Server) apiSignInAllowed(c *gin.Context, key string) bool {
-	lc, err := s.signins.Get(c.Request.Context(), key)
-	if err != nil {
+	if err := spend(c.Request.Context(), s.signins, key, func(limiter.Context, int64) string {
+		return "too many sign-in attempts; try again later"
+	}); err != nil {
 		fail(c, err)
 		return false
 	}
-	if !lc.Reached {
-		return true
-	}
-	retry := max(1, lc.Reset-time.Now().Unix())
-	fail(c, &errs.Error{Kind: errs.TooManyRequests, RetryAfter: time.Duration(retry) * time.Second,
-		Msg: "too many sign-in attempts; try again later"})
-	return false
+	return true
 }
 
 // sessionPrincipal authenticates a request by the session cookie, for the

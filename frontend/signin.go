@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -212,17 +213,11 @@ func (s *Server) signInLimiter() *limiter.Limiter {
 // signInAllowed counts an attempt against key, answering 429 (a page,
 // with Retry-After) when the budget is spent.
 func (s *Server) signInAllowed(c *gin.Context, key string) bool {
-	lc, err := s.signins.Get(c.Request.Context(), key)
-	if err != nil {
-		fail(c, err)
+	if err := spend(c.Request.Context(), s.signins, key, func(_ limiter.Context, retry int64) string {
+		return fmt.Sprintf("Wait %d seconds, then try again.", retry)
+	}); err != nil {
+		failPage(c, "Too many sign-in attempts", err)
 		return false
 	}
-	if !lc.Reached {
-		return true
-	}
-	retry := max(1, lc.Reset-time.Now().Unix())
-	e := errs.TooManyf("Wait %d seconds, then try again.", retry)
-	e.RetryAfter = time.Duration(retry) * time.Second
-	failPage(c, "Too many sign-in attempts", e)
-	return false
+	return true
 }
