@@ -112,11 +112,16 @@ func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, e
 	if resp.Success {
 		return a.settled(ctx, v, resp.Transaction)
 	}
-	if alreadyUsed(resp.ErrorReason) {
+	// A refusal may hide this payment's own earlier settlement: the spent
+	// nonce (or Solana's duplicate) says so outright, and a resubmission
+	// can be refused for another reason first — Solana refuses a
+	// transaction whose blockhash aged out before it looks for the
+	// duplicate. Either way the chain says where the payment went.
+	if alreadyUsed(resp.ErrorReason) || resubmitted {
 		// The exact authorization reaching our payee is this payment,
 		// whoever sent the transaction: find it and take it as settled.
 		finder, ok := a.Facilitator.(x402.SettlementFinder)
-		if !ok && resubmitted {
+		if !ok && resubmitted && alreadyUsed(resp.ErrorReason) {
 			return SettleOutcome{}, temporal.NewApplicationError("the facilitator reports the payment used and nothing here can confirm where", ErrUnconfirmed)
 		}
 		if ok {

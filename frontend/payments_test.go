@@ -294,6 +294,21 @@ func TestSettlementIsCrashSafe(t *testing.T) {
 			t.Fatalf("%v left %d", body, left)
 		}
 	})
+	// The chaos campaign's find: the answer is lost, and by the retry the
+	// transaction's blockhash has aged out, so the resubmission is refused
+	// for that before any duplicate check. The payment landed, so the
+	// chain is asked and the top-up is granted, not refused.
+	t.Run("solana top-up resubmitted after its blockhash expired", func(t *testing.T) {
+		k := solWallet(t, 10*money.USD)
+		pr := challenge(t)
+		env.Faults.LoseSettleAnswers(1)
+		env.Faults.ExpireSettles(1)
+		body := wantStatus(t, env.Do(t, "POST", topUpPath, nil, "PAYMENT-SIGNATURE", solPay(t, k, pr)), http.StatusOK)
+		left, _ := env.Platform.Store.SVMBalance(context.Background(), pr.Accepts[1].Asset, k.PublicKey().String())
+		if body["grantedUsd"].(float64) != 5 || body["balanceUsd"].(float64) != 5 || left != 5_000_000 {
+			t.Fatalf("%v left %d", body, left)
+		}
+	})
 	t.Run("evm speech", func(t *testing.T) {
 		w := newWallet(t, money.USD)
 		env.Faults.LoseSettleAnswers(1)

@@ -22,6 +22,9 @@ type Faults struct {
 	// down counts the next settlements that fail before reaching the
 	// facilitator (nothing settled).
 	down atomic.Int64
+	// expire counts the next settlements refused as a Solana validator
+	// refuses a transaction whose blockhash aged out (nothing settled).
+	expire atomic.Int64
 }
 
 // LoseSettleAnswers makes the next n settlements settle, then fail.
@@ -29,6 +32,11 @@ func (f *Faults) LoseSettleAnswers(n int) { f.lose.Store(int64(n)) }
 
 // FailSettles makes the next n settlements fail without settling.
 func (f *Faults) FailSettles(n int) { f.down.Store(int64(n)) }
+
+// ExpireSettles makes the next n settlements (after any lost answers) be refused as a transaction
+// whose blockhash expired: what a resubmission of a Solana payment meets
+// once it is older than the validity window, before any duplicate check.
+func (f *Faults) ExpireSettles(n int) { f.expire.Store(int64(n)) }
 
 func take(c *atomic.Int64) bool {
 	for {
@@ -49,6 +57,11 @@ func (f *Faults) Verify(ctx context.Context, p x402.PaymentPayload, req x402.Pay
 func (f *Faults) Settle(ctx context.Context, p x402.PaymentPayload, req x402.PaymentRequirements) (x402.SettleResponse, error) {
 	if take(&f.down) {
 		return x402.SettleResponse{}, errors.New("apptest: the facilitator is unreachable")
+	}
+	// After the lost answers: the resubmission is what expires.
+	if f.lose.Load() <= 0 && take(&f.expire) {
+		return x402.SettleResponse{Success: false, ErrorReason: x402.ReasonSVMSimulation,
+			ErrorMessage: "Transaction simulation failed: Blockhash not found", Network: req.Network}, nil
 	}
 	resp, err := f.inner.Settle(ctx, p, req)
 	if err == nil && resp.Success && take(&f.lose) {
