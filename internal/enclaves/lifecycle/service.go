@@ -129,6 +129,9 @@ func (s *Service) Create(ctx context.Context, account string, c enclaves.Create)
 				SelectedRepo: c.GitHub.SelectedRepo, SelectedBranch: c.GitHub.SelectedBranch}
 		}
 	}
+	// The answer is the enclave as admitted: a quick worker may have moved
+	// the record on (BUILDING, DEPLOYING) before it was read.
+	rec.Status = n.Status
 	return rec, nil
 }
 
