@@ -628,7 +628,8 @@ func TestVideoRetryNeedsTheBalance(t *testing.T) {
 
 func TestVideoLateRenderIsCollected(t *testing.T) {
 	w := newWallet(t, 5*money.USD)
-	prompt := "late: a thunderstorm over the city"
+	// Its own prompt each time: the studio releases by prompt (-count=N).
+	prompt := fmt.Sprintf("late: a thunderstorm over the city (%d)", time.Now().UnixNano())
 	rec := wantStatus(t, buyVideo(t, w, map[string]any{"prompt": prompt, "model": "vista-3.1", "async": true}), http.StatusOK)
 	status := rec["statusUrl"].(string)
 	apptest.Eventually(t, 30*time.Second, "the late render's note", func() error {
