@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"conduit/internal/enclaves/lifecycle"
+	"conduit/internal/logging"
 	"conduit/internal/temporalx"
-	"conduit/workflows"
 )
 
 // enclaveCommand: the SRE's tools for enclave lifecycles (the runbook is
-// docs/operations.md). They talk to Temporal only.
+// docs/operations.md). They talk to Temporal only, through the enclave
+// service the admin API uses (without its store).
 func enclaveCommand() Command {
 	return Command{
 		Summary: "enclave stuck [-for 10m] [-json] | enclave resume <id>",
@@ -31,6 +32,12 @@ func enclaveCommand() Command {
 				return err
 			}
 			defer tc.Close()
+			// The service logs a failure's detail (here to the CLI's log)
+			// and answers with its sentence.
+			if env.Log != nil {
+				ctx = logging.With(ctx, env.Log)
+			}
+			svc := &lifecycle.Service{Temporal: tc, Namespace: env.Config.Temporal.Namespace}
 			switch args[0] {
 			case "stuck":
 				fs := flag.NewFlagSet("enclave stuck", flag.ContinueOnError)
@@ -39,14 +46,11 @@ func enclaveCommand() Command {
 				if err := fs.Parse(args[1:]); err != nil {
 					return err
 				}
-				list, err := lifecycle.ListStuck(ctx, tc, env.Config.Temporal.Namespace, *d)
+				list, err := svc.Stuck(ctx, *d)
 				if err != nil {
 					return err
 				}
 				if *asJSON {
-					if list == nil {
-						list = []lifecycle.Stuck{}
-					}
 					return json.NewEncoder(env.Stdout).Encode(list)
 				}
 				return printStuck(env, list, *d)
@@ -54,7 +58,7 @@ func enclaveCommand() Command {
 				if len(args) != 2 {
 					return fmt.Errorf("usage: enclave resume <enclave id>")
 				}
-				st, err := lifecycle.Ask(ctx, tc, args[1], workflows.EnclaveRetry)
+				st, err := svc.RetryNow(ctx, args[1])
 				if errors.Is(err, lifecycle.ErrEnded) {
 					return fmt.Errorf("enclave %s has no running lifecycle (it ended or does not exist)", args[1])
 				}

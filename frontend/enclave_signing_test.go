@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -589,25 +590,24 @@ func TestEnclaveSignerStates(t *testing.T) {
 	// retry runs now) and the enclave signs again, with the address its
 	// record now names (Terminate above also removed the kept keys, which
 	// a worker that dies does not).
-	for reg.refused.Load() == 0 {
-		time.Sleep(50 * time.Millisecond)
-	}
+	apptest.Eventually(t, time.Minute, "the lifecycle to ask the registry again", func() error {
+		if reg.refused.Load() == 0 {
+			return errors.New("no pull refused yet")
+		}
+		return nil
+	})
 	reg.down.Store(false)
 	wantStatus(t, do(t, "POST", base+"/retry", key, nil), http.StatusOK)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r5 := do(t, "POST", base+"/sign/message", key, msg)
-		if r5.Status == http.StatusOK {
-			now := wantStatus(t, do(t, "GET", base, key, nil), http.StatusOK)["walletAddress"]
-			if recoverPersonal(t, []byte("state check"), r5.JSON(t)["signature"].(string)).Hex() != now {
-				t.Fatalf("after the restart the signature recovers elsewhere: %s", r5.Body)
-			}
-			break
+	var r5 *apptest.Response
+	apptest.Eventually(t, time.Minute, "signing again after the registry came back", func() error {
+		if r5 = do(t, "POST", base+"/sign/message", key, msg); r5.Status != http.StatusOK {
+			return fmt.Errorf("%d %s", r5.Status, r5.Body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not signing again after the registry came back: %d %s", r5.Status, r5.Body)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+	now := wantStatus(t, do(t, "GET", base, key, nil), http.StatusOK)["walletAddress"]
+	if recoverPersonal(t, []byte("state check"), r5.JSON(t)["signature"].(string)).Hex() != now {
+		t.Fatalf("after the restart the signature recovers elsewhere: %s", r5.Body)
 	}
 	wantStatus(t, do(t, "POST", base+"/terminate", key, nil), http.StatusOK)
 	r = wantStatus(t, do(t, "POST", base+"/sign/transaction", key, map[string]any{"transaction": evmTx(t, 0, common.Address{1}, 1)}), http.StatusConflict)

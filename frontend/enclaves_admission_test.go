@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"conduit/activities"
+	"conduit/app/apptest"
 	"conduit/internal/enclaves"
 	"conduit/internal/store"
 	"conduit/internal/tasks"
@@ -40,8 +42,12 @@ func TestEnclaveSurvivesACrashBetweenAdmissionSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The record comes with the lifecycle's first step.
-	eventually(t, 30*time.Second, func() bool { return do(t, "GET", "/api/enclaves/"+id, key, nil).Status == http.StatusOK },
-		func() string { return "the lifecycle wrote no record" })
+	apptest.Eventually(t, 30*time.Second, "the record the lifecycle writes", func() error {
+		if r := do(t, "GET", "/api/enclaves/"+id, key, nil); r.Status != http.StatusOK {
+			return fmt.Errorf("%d %s", r.Status, r.Body)
+		}
+		return nil
+	})
 	rec := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
 	if rec["name"] != "crashed" {
 		t.Fatalf("the record the lifecycle wrote: %v", rec)
@@ -72,10 +78,10 @@ func TestTaskSurvivesACrashBetweenAdmissionSteps(t *testing.T) {
 	}
 	t.Cleanup(func() { do(t, "DELETE", "/api/tasks/"+task.ID, key, nil) })
 	// The schedule is made after the record: once it exists, both do.
-	eventually(t, 30*time.Second, func() bool {
+	apptest.Eventually(t, 30*time.Second, "the task's schedule", func() error {
 		_, err := env.Platform.Temporal.ScheduleClient().GetHandle(ctx, tasks.ScheduleID(task.ID)).Describe(ctx)
-		return err == nil
-	}, func() string { return "no schedule" })
+		return err
+	})
 	if g := getTask(t, key, task.ID); g["status"] != "running" {
 		t.Fatalf("the task after its admission: %v", g)
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"conduit/app/apptest"
 	"conduit/internal/codec"
 	"conduit/workflows"
 )
@@ -107,15 +108,13 @@ func TestEnclaveFromGitHub(t *testing.T) {
 	}
 	endpoint := "http://" + e["endpoint"].(string)
 	var body string
-	var err error
-	for i := 0; i < 50; i++ {
-		if body, err = getText(t, endpoint+"/hello"); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	apptest.Eventually(t, 30*time.Second, "the built program to answer", func() error {
+		var err error
+		body, err = getText(t, endpoint+"/hello")
+		return err
+	})
 	if body != "built from github" {
-		t.Fatalf("the built program answered %q, %v", body, err)
+		t.Fatalf("the built program answered %q", body)
 	}
 
 	// The build's output is in the build logs, and the lifecycle went
@@ -325,13 +324,15 @@ func TestEnclaveGitHubBuildSurvivesWorkerRestart(t *testing.T) {
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for st := ""; st != "BUILDING" && time.Now().Before(deadline); {
-		st = wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)["status"].(string)
-		time.Sleep(10 * time.Millisecond)
-	}
+	apptest.Eventually(t, time.Minute, "the build to start", func() error {
+		if st := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)["status"]; st != "BUILDING" {
+			return fmt.Errorf("status %v", st)
+		}
+		return nil
+	})
+	// Stopped mid-build: the next worker takes the build over once the
+	// stopped one's attempt misses its heartbeat.
 	env.StopWorker()
-	time.Sleep(time.Second)
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestEnclaveGitHubTerminateWhileBuilding(t *testing.T) {
 		r := do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil)
 		done <- map[string]any{"status": r.Status, "body": string(r.Body)}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the terminate reaches the API before a worker is back
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}
@@ -400,13 +401,12 @@ func TestEnclaveGitHubTerminateWhileBuilding(t *testing.T) {
 	env.Git.Fail(http.StatusBadGateway)
 	defer env.Git.Fail(0)
 	id = wantStatus(t, do(t, "POST", "/api/enclaves", key, githubBody(repo, "", "")), http.StatusAccepted)["id"].(string)
-	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(logText(t, key, id, "build"), "answered 502") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the build did not meet the failing host:\n%s", logText(t, key, id, "build"))
+	apptest.Eventually(t, time.Minute, "the build to meet the failing host", func() error {
+		if text := logText(t, key, id, "build"); !strings.Contains(text, "answered 502") {
+			return fmt.Errorf("build log:\n%s", text)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK); e["status"] != "BUILDING" {
 		t.Fatalf("while the host fails: %v", e)
 	}
@@ -429,23 +429,20 @@ func TestEnclaveGitHubStuckBuildResumes(t *testing.T) {
 	env.Git.Fail(http.StatusServiceUnavailable)
 	defer env.Git.Fail(0)
 	id := wantStatus(t, do(t, "POST", "/api/enclaves", key, githubBody(repo, "", "")), http.StatusAccepted)["id"].(string)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
-		if f, _ := e["lastFailure"].(map[string]any); f != nil && f["attempt"].(float64) >= 2 {
-			if e["status"] != "BUILDING" || !strings.Contains(f["message"].(string), "answered 503") {
-				t.Fatalf("stuck: %v", e)
-			}
-			break
+	var e map[string]any
+	apptest.Eventually(t, time.Minute, "two failed attempts on the record", func() error {
+		e = wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
+		if f, _ := e["lastFailure"].(map[string]any); f == nil || f["attempt"].(float64) < 2 {
+			return fmt.Errorf("record %v", e)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failed attempts on the record: %v", e)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if f := e["lastFailure"].(map[string]any); e["status"] != "BUILDING" || !strings.Contains(f["message"].(string), "answered 503") {
+		t.Fatalf("stuck: %v", e)
 	}
 	env.Git.Fail(0)
 	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/retry", key, nil), http.StatusOK)
-	e := waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	e = waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
 	if e["lastFailure"] != nil {
 		t.Fatalf("deployed with a failure: %v", e)
 	}

@@ -3,6 +3,7 @@ package frontend_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -68,17 +69,13 @@ func TestEnclaveStuckDeploymentIsResumed(t *testing.T) {
 
 	// It keeps DEPLOYING, and says why.
 	var rec map[string]any
-	deadline := time.Now().Add(time.Minute)
-	for {
+	apptest.Eventually(t, time.Minute, "a third failed attempt on the record", func() error {
 		rec = wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
-		if lf, _ := rec["lastFailure"].(map[string]any); lf != nil && lf["attempt"].(float64) >= 3 {
-			break
+		if lf, _ := rec["lastFailure"].(map[string]any); lf == nil || lf["attempt"].(float64) < 3 {
+			return fmt.Errorf("record %v", rec)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no third failed attempt on the record: %v", rec)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	if rec["status"] != "DEPLOYING" || rec["error_message"] != nil || !strings.Contains(rec["lastFailure"].(map[string]any)["message"].(string), "503") {
 		t.Fatalf("stuck record: %v", rec)
 	}
@@ -90,19 +87,16 @@ func TestEnclaveStuckDeploymentIsResumed(t *testing.T) {
 	}
 	wantStatus(t, admin(t, "GET", "/admin/enclaves/stuck?for=forever"), http.StatusBadRequest)
 	var stuck map[string]any
-	deadline = time.Now().Add(30 * time.Second)
-	for stuck == nil {
+	apptest.Eventually(t, 30*time.Second, id+" listed as stuck", func() error {
 		list := wantStatus(t, admin(t, "GET", "/admin/enclaves/stuck?for=0s"), http.StatusOK)["enclaves"].([]any)
 		for _, e := range list {
 			if e := e.(map[string]any); e["id"] == id && e["step"] == workflows.ActEnclavePrepare && e["attempt"].(float64) >= 3 {
 				stuck = e
+				return nil
 			}
 		}
-		if stuck == nil && time.Now().After(deadline) {
-			t.Fatalf("%s is not listed as stuck: %v", id, list)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return fmt.Errorf("list %v", list)
+	})
 	if stuck["status"] != "DEPLOYING" || !strings.Contains(stuck["lastFailure"].(string), "503") {
 		t.Fatalf("stuck entry: %v", stuck)
 	}
@@ -192,9 +186,12 @@ func TestEnclaveStuckDeploymentCanBeTerminated(t *testing.T) {
 	_, key := env.NewAccount(t)
 	reg.down.Store(true)
 	id := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(reg.host()+"/stuck/term:v1")), http.StatusAccepted)["id"].(string)
-	for reg.refused.Load() < 2 {
-		time.Sleep(100 * time.Millisecond)
-	}
+	apptest.Eventually(t, time.Minute, "two refused pulls", func() error {
+		if n := reg.refused.Load(); n < 2 {
+			return fmt.Errorf("%d refused", n)
+		}
+		return nil
+	})
 	if b := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK); b["status"] != "DESTROYED" {
 		t.Fatalf("terminate while stuck: %v", b)
 	}

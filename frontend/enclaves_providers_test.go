@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs/types"
 
+	"conduit/app/apptest"
 	"conduit/internal/attest"
 	"conduit/internal/enclaves/provider/nitro"
 	"conduit/internal/enclaves/provider/nitro/awsfake"
@@ -130,17 +131,13 @@ func TestEnclaveOnAWSNitro(t *testing.T) {
 		LogEvents: []cwtypes.InputLogEvent{{Timestamp: aws.Int64(time.Now().UnixMilli()), Message: aws.String("hello from the nitro enclave")}}}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	apptest.Eventually(t, 30*time.Second, "the enclave's application log", func() error {
 		logs := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=application", key, nil), http.StatusOK)
-		if strings.Contains(fmt.Sprint(logs["logs"]), "hello from the nitro enclave") {
-			break
+		if !strings.Contains(fmt.Sprint(logs["logs"]), "hello from the nitro enclave") {
+			return fmt.Errorf("application logs: %v", logs["logs"])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("application logs: %v", logs["logs"])
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return nil
+	})
 
 	if r := wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/pause", key, nil), http.StatusOK); r["status"] != "PAUSED" {
 		t.Fatalf("pause: %v", r)

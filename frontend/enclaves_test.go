@@ -24,21 +24,18 @@ import (
 // final status that is not).
 func waitEnclave(t *testing.T, key, id, want string, within time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		e := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
-		st := e["status"].(string)
-		if st == want {
-			return e
-		}
-		if (st == "FAILED" || st == "DESTROYED") && st != want {
+	var e map[string]any
+	apptest.Eventually(t, within, "enclave "+id+" to be "+want, func() error {
+		e = wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)
+		switch st := e["status"].(string); {
+		case st == want:
+			return nil
+		case st == "FAILED" || st == "DESTROYED":
 			t.Fatalf("enclave %s is %s, want %s: %v", id, st, want, e)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("enclave %s is still %s after %s, want %s", id, st, within, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("status %s", e["status"])
+	})
+	return e
 }
 
 func enclaveBody(ref string) map[string]any {
@@ -74,15 +71,13 @@ func TestEnclaveLifecycle(t *testing.T) {
 	// The application answers on its forwarded port.
 	endpoint := "http://" + e["endpoint"].(string)
 	var body string
-	var err error
-	for i := 0; i < 50; i++ {
-		if body, err = getText(t, endpoint+"/hello"); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	apptest.Eventually(t, 30*time.Second, "the application to answer", func() error {
+		var err error
+		body, err = getText(t, endpoint+"/hello")
+		return err
+	})
 	if body != "hello from the enclave" {
-		t.Fatalf("the application answered %q, %v", body, err)
+		t.Fatalf("the application answered %q", body)
 	}
 
 	// Another account sees nothing.
@@ -122,21 +117,16 @@ func TestEnclaveLifecycle(t *testing.T) {
 	}
 
 	// Application output reaches the log.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		logs := wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=application", key, nil), http.StatusOK)
-		text := fmt.Sprint(logs["logs"])
-		if strings.Contains(text, "request /resumed") {
-			entry := logs["logs"].([]any)[0].(map[string]any)
-			if entry["type"] != "application" || entry["logGroup"] == "" || entry["timestamp"] == "" {
-				t.Fatalf("log entry: %v", entry)
-			}
-			break
+	var logs map[string]any
+	apptest.Eventually(t, 30*time.Second, "the application's output in its log", func() error {
+		logs = wantStatus(t, do(t, "GET", "/api/enclaves/"+id+"/logs?logType=application", key, nil), http.StatusOK)
+		if text := fmt.Sprint(logs["logs"]); !strings.Contains(text, "request /resumed") {
+			return fmt.Errorf("application logs: %s", text)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("application logs: %s", text)
-		}
-		time.Sleep(300 * time.Millisecond)
+		return nil
+	})
+	if entry := logs["logs"].([]any)[0].(map[string]any); entry["type"] != "application" || entry["logGroup"] == "" || entry["timestamp"] == "" {
+		t.Fatalf("log entry: %v", entry)
 	}
 	// stepfunctions is the lifecycle's history, read from Temporal; the
 	// transitions are also provisioning (ecs) entries.
@@ -221,13 +211,16 @@ func TestEnclaveSurvivesWorkerRestart(t *testing.T) {
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}
-	// Stop it again as soon as the deployment is under way.
-	deadline := time.Now().Add(time.Minute)
-	for wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)["status"] == "PENDING_DEPLOY" && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Stop it again as soon as the deployment is under way; the next
+	// worker takes the step over once the stopped one's attempt misses its
+	// heartbeat.
+	apptest.Eventually(t, time.Minute, "the deployment to be under way", func() error {
+		if st := wantStatus(t, do(t, "GET", "/api/enclaves/"+id, key, nil), http.StatusOK)["status"]; st == "PENDING_DEPLOY" {
+			return fmt.Errorf("status %v", st)
+		}
+		return nil
+	})
 	env.StopWorker()
-	time.Sleep(time.Second)
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}
@@ -294,20 +287,16 @@ func TestEnclavePrivateRegistry(t *testing.T) {
 		t.Fatalf("query: %+v %v", st, err)
 	}
 	q := fmt.Sprintf("WorkflowType = 'Enclave' AND EnclaveId = '%s' AND EnclaveStatus = 'DEPLOYED' AND Account = '%s'", id, account)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	apptest.Eventually(t, 10*time.Second, "the lifecycle found by its search attributes", func() error {
 		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: q})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(resp.Executions) == 1 {
-			break
+		if n := len(resp.Executions); n != 1 {
+			return fmt.Errorf("%s found %d executions", q, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s found %d executions", q, len(resp.Executions))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
 }
 
@@ -326,7 +315,7 @@ func TestEnclaveTerminateWhileDeploying(t *testing.T) {
 		m["httpStatus"] = r.Status
 		answer <- m
 	}()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the terminate reaches the API before a worker is back
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}

@@ -724,7 +724,7 @@ func TestWorkerRestartMidAssemblyFinishesOnce(t *testing.T) {
 		}
 		return fmt.Errorf("stage %v", st["stage"])
 	})
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // into the ffmpeg work
 	env.StopWorker()
 	// Start the next worker once Temporal has seen the lost worker's
 	// attempt end (no attempt left running), not after a guessed pause.

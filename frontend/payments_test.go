@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"conduit/app/apptest"
 	"conduit/frontend"
 	"conduit/internal/money"
 	"conduit/internal/x402"
@@ -132,15 +134,12 @@ func openPaymentWorkflows(t *testing.T, since time.Time) int {
 // then to end.
 func noneLeftRunning(t *testing.T, since time.Time) {
 	t.Helper()
-	for end := time.Now().Add(90 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		n := openPaymentWorkflows(t, since)
-		if n == 0 {
-			return
+	apptest.Eventually(t, 90*time.Second, "every payment workflow to end", func() error {
+		if n := openPaymentWorkflows(t, since); n != 0 {
+			return fmt.Errorf("%d payment workflows still running", n)
 		}
-		if time.Now().After(end) {
-			t.Fatalf("%d payment workflows still running", n)
-		}
-	}
+		return nil
+	})
 }
 
 // Item 1: a 0.02 speech payment rewritten to look like a 5.00 top-up is

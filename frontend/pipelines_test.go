@@ -322,9 +322,9 @@ func TestWorkerRestartMidRunFinishesOnceAndChargesOnce(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // into the call: tokens are streaming
 	env.StopWorker()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // a short outage, as a crash and restart give
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}

@@ -346,7 +346,7 @@ func TestAdmissionIsTheWorkflowsFirstStep(t *testing.T) {
 		_, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), wfID, "")
 		return err
 	})
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a moment for a too-early write to show
 	if runs := wantStatus(t, do(t, "GET", "/api/pipelines/"+id+"/runs", key, nil), http.StatusOK)["runs"].([]any); len(runs) != 0 {
 		t.Fatalf("a run was written before its workflow admitted it: %v", runs)
 	}

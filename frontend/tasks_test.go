@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"conduit/app"
+	"conduit/app/apptest"
 	"conduit/internal/codec"
 	"conduit/internal/tasks"
 )
@@ -50,16 +51,42 @@ func taskBody(enclaveID, schedule, path string) map[string]any {
 		"request": map[string]any{"method": "GET", "path": path, "timeoutSeconds": 5}}
 }
 
-// eventually polls cond until it holds, failing with what() after within.
-func eventually(t *testing.T, within time.Duration, cond func() bool, what func() string) {
+// waitRuns waits until the number of the task's recorded runs is ok.
+func waitRuns(t *testing.T, within time.Duration, key, id, what string, ok func(n int) bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", within, what())
+	apptest.Eventually(t, within, what, func() error {
+		if rs := runs(t, key, id); !ok(len(rs)) {
+			return fmt.Errorf("%d runs: %v", len(rs), rs)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+}
+
+// waitTaskStatus waits until the task's status is want.
+func waitTaskStatus(t *testing.T, within time.Duration, key, id, want string) {
+	t.Helper()
+	apptest.Eventually(t, within, "task "+id+" to be "+want, func() error {
+		if g := getTask(t, key, id); g["status"] != want {
+			return fmt.Errorf("task %v", g)
+		}
+		return nil
+	})
+}
+
+// whileAnotherFires creates a witness task on enclave enc firing every
+// second and waits until n of its runs were scheduled after since: proof
+// that the scheduler kept firing meanwhile, however busy the machine. A
+// test that says "nothing fired" says it over that span.
+func whileAnotherFires(t *testing.T, key, enc string, since time.Time, n int) {
+	t.Helper()
+	id := wantStatus(t, do(t, "POST", "/api/tasks", key, taskBody(enc, "@every 1s", "/witness")), http.StatusCreated)["id"].(string)
+	defer do(t, "DELETE", "/api/tasks/"+id, key, nil)
+	apptest.Eventually(t, time.Minute, fmt.Sprintf("%d firings of a witness task", n), func() error {
+		if got := runsAfter(t, key, id, since, ""); got < n {
+			return fmt.Errorf("%d firings", got)
+		}
+		return nil
+	})
 }
 
 func getTask(t *testing.T, key, id string) map[string]any {
@@ -137,7 +164,7 @@ func TestTaskFiresStopsResumesAndDeletes(t *testing.T) {
 
 	// It fires: lastRun and the runs list update, the enclave's lambda
 	// log has the runs.
-	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) >= 2 }, func() string { return fmt.Sprint(runs(t, key, id)) })
+	waitRuns(t, 30*time.Second, key, id, "two runs", func(n int) bool { return n >= 2 })
 	got := getTask(t, key, id)
 	last := got["lastRun"].(map[string]any)
 	if last["outcome"] != "success" || last["result"] != "hello from the enclave" || last["httpStatus"] != float64(200) || got["consecutiveFailures"] != float64(0) {
@@ -158,7 +185,7 @@ func TestTaskFiresStopsResumesAndDeletes(t *testing.T) {
 	if stopped["status"] != "stopped" || len(stopped["nextRuns"].([]any)) != 0 || !describe(t, id).Schedule.State.Paused {
 		t.Fatalf("stopped: %v", stopped)
 	}
-	time.Sleep(4 * time.Second)
+	whileAnotherFires(t, key, enc, stopAt.Add(time.Second), 4)
 	if n := runsAfter(t, key, id, stopAt.Add(time.Second), ""); n != 0 {
 		t.Fatalf("%d runs fired after the task was stopped", n)
 	}
@@ -166,7 +193,7 @@ func TestTaskFiresStopsResumesAndDeletes(t *testing.T) {
 	// Run now fires a stopped task once.
 	before := len(runs(t, key, id))
 	wantStatus(t, do(t, "POST", "/api/tasks/"+id+"/run", key, nil), http.StatusAccepted)
-	eventually(t, 20*time.Second, func() bool { return len(runs(t, key, id)) == before+1 }, func() string { return "no triggered run" })
+	waitRuns(t, 20*time.Second, key, id, "the triggered run", func(n int) bool { return n == before+1 })
 
 	// Running again: firings resume.
 	resumed := wantStatus(t, do(t, "PATCH", "/api/tasks/"+id, key, map[string]any{"status": "running"}), http.StatusOK)
@@ -174,7 +201,12 @@ func TestTaskFiresStopsResumesAndDeletes(t *testing.T) {
 	if resumed["status"] != "running" || describe(t, id).Schedule.State.Paused {
 		t.Fatalf("resumed: %v", resumed)
 	}
-	eventually(t, 20*time.Second, func() bool { return runsAfter(t, key, id, resumeAt, "success") >= 2 }, func() string { return "no runs after resuming" })
+	apptest.Eventually(t, 20*time.Second, "two runs after resuming", func() error {
+		if n := runsAfter(t, key, id, resumeAt, "success"); n < 2 {
+			return fmt.Errorf("%d successful runs after resuming", n)
+		}
+		return nil
+	})
 
 	// A cron update changes the schedule in place, time zone included.
 	upd := wantStatus(t, do(t, "PATCH", "/api/tasks/"+id, key, map[string]any{"schedule": "*/5 * * * *", "timezone": "Asia/Kolkata"}), http.StatusOK)
@@ -215,7 +247,7 @@ func TestTaskFailsAfterThreshold(t *testing.T) {
 	id := wantStatus(t, do(t, "POST", "/api/tasks", key, body), http.StatusCreated)["id"].(string)
 	t.Cleanup(func() { do(t, "DELETE", "/api/tasks/"+id, key, nil) })
 
-	eventually(t, 30*time.Second, func() bool { return getTask(t, key, id)["status"] == "failed" }, func() string { return fmt.Sprint(getTask(t, key, id)) })
+	waitTaskStatus(t, 30*time.Second, key, id, "failed")
 	got := getTask(t, key, id)
 	last := got["lastRun"].(map[string]any)
 	if got["consecutiveFailures"] != float64(2) || last["outcome"] != "failure" || last["httpStatus"] != float64(500) ||
@@ -229,7 +261,7 @@ func TestTaskFailsAfterThreshold(t *testing.T) {
 		t.Fatalf("schedule state: %+v", d.Schedule.State)
 	}
 	// The schedule stays paused: no more failures are counted.
-	time.Sleep(3 * time.Second)
+	whileAnotherFires(t, key, enc, time.Now(), 3)
 	if g := getTask(t, key, id); g["consecutiveFailures"] != float64(2) || g["status"] != "failed" {
 		t.Fatalf("after failing: %v", g)
 	}
@@ -244,10 +276,13 @@ func TestTaskFailsAfterThreshold(t *testing.T) {
 	if fixed["status"] != "running" || fixed["consecutiveFailures"] != float64(0) || fixed["statusReason"] != nil {
 		t.Fatalf("fixed: %v", fixed)
 	}
-	eventually(t, 20*time.Second, func() bool {
-		l, _ := getTask(t, key, id)["lastRun"].(map[string]any)
-		return l != nil && l["outcome"] == "success" && l["httpStatus"] == float64(204)
-	}, func() string { return fmt.Sprint(getTask(t, key, id)) })
+	apptest.Eventually(t, 20*time.Second, "a successful run of the fixed request", func() error {
+		g := getTask(t, key, id)
+		if l, _ := g["lastRun"].(map[string]any); l == nil || l["outcome"] != "success" || l["httpStatus"] != float64(204) {
+			return fmt.Errorf("task %v", g)
+		}
+		return nil
+	})
 }
 
 func TestTaskTimeout(t *testing.T) {
@@ -258,7 +293,7 @@ func TestTaskTimeout(t *testing.T) {
 	id := wantStatus(t, do(t, "POST", "/api/tasks", key, body), http.StatusCreated)["id"].(string)
 	t.Cleanup(func() { do(t, "DELETE", "/api/tasks/"+id, key, nil) })
 	wantStatus(t, do(t, "POST", "/api/tasks/"+id+"/run", key, nil), http.StatusAccepted)
-	eventually(t, 20*time.Second, func() bool { return len(runs(t, key, id)) == 1 }, func() string { return "no run" })
+	waitRuns(t, 20*time.Second, key, id, "the run", func(n int) bool { return n == 1 })
 	if r := runs(t, key, id)[0]; r["outcome"] != "timeout" || !strings.Contains(r["result"].(string), "within 1s") {
 		t.Fatalf("run: %v", r)
 	}
@@ -302,11 +337,11 @@ func TestTaskPendingFollowsTheEnclave(t *testing.T) {
 	// The enclave deploys: the task runs.
 	open()
 	waitEnclave(t, key, enc, "DEPLOYED", 2*time.Minute)
-	eventually(t, 30*time.Second, func() bool { return getTask(t, key, id)["status"] == "running" }, func() string { return fmt.Sprint(getTask(t, key, id)) })
+	waitTaskStatus(t, 30*time.Second, key, id, "running")
 	if describe(t, id).Schedule.State.Paused {
 		t.Fatal("the schedule of a running task is paused")
 	}
-	eventually(t, 20*time.Second, func() bool { return len(runs(t, key, id)) > 0 }, func() string { return "no run after deploying" })
+	waitRuns(t, 20*time.Second, key, id, "a run after deploying", func(n int) bool { return n > 0 })
 
 	// Pausing the enclave holds the task; resuming it lets it run again.
 	wantStatus(t, do(t, "POST", "/api/enclaves/"+enc+"/pause", key, nil), http.StatusOK)
@@ -427,7 +462,7 @@ func TestTaskBackfillCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out.String(), "are started") {
 		t.Fatalf("backfill: %v %s", err, out.String())
 	}
-	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) == 3 }, func() string { return fmt.Sprint(runs(t, key, id)) })
+	waitRuns(t, 30*time.Second, key, id, "the three backfilled runs", func(n int) bool { return n == 3 })
 	seen := map[string]bool{}
 	for _, r := range runs(t, key, id) {
 		seen[r["scheduledTime"].(string)] = r["outcome"] == "success"
@@ -442,7 +477,7 @@ func TestTaskBackfillCommand(t *testing.T) {
 	if err := app.RunTaskCommand(context.Background(), env.Platform.Schedules(), cmdEnv, []string{"trigger", id}); err != nil || !strings.Contains(out.String(), "triggered") {
 		t.Fatalf("trigger: %v %s", err, out.String())
 	}
-	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) == 4 }, func() string { return fmt.Sprint(runs(t, key, id)) })
+	waitRuns(t, 30*time.Second, key, id, "the triggered run", func(n int) bool { return n == 4 })
 	if err := app.RunTaskCommand(context.Background(), env.Platform.Schedules(), cmdEnv, []string{"trigger", "task_0000000000000000"}); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("trigger of a missing task: %v", err)
 	}
@@ -466,13 +501,14 @@ func TestTaskRunWaitsForTheWorker(t *testing.T) {
 	wantStatus(t, do(t, "POST", "/api/tasks/"+id+"/run", key, nil), http.StatusAccepted)
 	// The run exists in Temporal, waiting for a worker.
 	var wfID string
-	eventually(t, 20*time.Second, func() bool {
+	apptest.Eventually(t, 20*time.Second, "the triggered run to start", func() error {
 		d := describe(t, id)
-		if len(d.Info.RunningWorkflows) == 1 {
-			wfID = d.Info.RunningWorkflows[0].WorkflowID
+		if len(d.Info.RunningWorkflows) != 1 {
+			return fmt.Errorf("%d running workflows", len(d.Info.RunningWorkflows))
 		}
-		return wfID != ""
-	}, func() string { return "the triggered run did not start" })
+		wfID = d.Info.RunningWorkflows[0].WorkflowID
+		return nil
+	})
 	if !strings.HasPrefix(wfID, "task-run/"+id+"-") {
 		t.Fatalf("the run's workflow id is %q", wfID)
 	}
@@ -482,7 +518,7 @@ func TestTaskRunWaitsForTheWorker(t *testing.T) {
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() bool { return len(runs(t, key, id)) == 1 }, func() string { return "no run after the worker came back" })
+	waitRuns(t, 30*time.Second, key, id, "a run after the worker came back", func(n int) bool { return n == 1 })
 	if r := runs(t, key, id)[0]; r["id"] != wfID || r["outcome"] != "success" {
 		t.Fatalf("run: %v", r)
 	}
@@ -494,7 +530,7 @@ func TestTaskRunsDoNotOverlap(t *testing.T) {
 	key, enc := sharedEnclave(t)
 	id := wantStatus(t, do(t, "POST", "/api/tasks", key, taskBody(enc, "@every 1s", "/status/200?sleep=2200")), http.StatusCreated)["id"].(string)
 	t.Cleanup(func() { do(t, "DELETE", "/api/tasks/"+id, key, nil) })
-	eventually(t, 40*time.Second, func() bool { return len(runs(t, key, id)) >= 3 }, func() string { return fmt.Sprint(runs(t, key, id)) })
+	waitRuns(t, 40*time.Second, key, id, "three runs", func(n int) bool { return n >= 3 })
 	wantStatus(t, do(t, "PATCH", "/api/tasks/"+id, key, map[string]any{"status": "stopped"}), http.StatusOK)
 	rs := runs(t, key, id) // newest first
 	for i := 0; i+1 < len(rs); i++ {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/gif"
@@ -80,14 +81,14 @@ func post(t *testing.T, rawURL string, body any, headers ...string) *apptest.Res
 // finished polls a run's statusUrl, holding each poll, until it is final.
 func finished(t *testing.T, statusURL string) map[string]any {
 	t.Helper()
-	for end := time.Now().Add(3 * time.Minute); time.Now().Before(end); {
-		rec := wantStatus(t, get(t, statusURL, "Prefer", "wait=30"), http.StatusOK)
-		if rec["status"] != "running" {
-			return rec
+	var rec map[string]any
+	apptest.Eventually(t, 3*time.Minute, "the run at "+statusURL+" to finish", func() error {
+		if rec = wantStatus(t, get(t, statusURL, "Prefer", "wait=30"), http.StatusOK); rec["status"] == "running" {
+			return errors.New("status running")
 		}
-	}
-	t.Fatalf("run at %s did not finish", statusURL)
-	return nil
+		return nil
+	})
+	return rec
 }
 
 // awaitWorkflow waits for a run's workflow to end without asking the API
@@ -627,15 +628,17 @@ func TestVideoRetryNeedsTheBalance(t *testing.T) {
 
 func TestVideoLateRenderIsCollected(t *testing.T) {
 	w := newWallet(t, 5*money.USD)
-	prompt := "late: a thunderstorm over the city"
+	// Its own prompt each time: the studio releases by prompt (-count=N).
+	prompt := fmt.Sprintf("late: a thunderstorm over the city (%d)", time.Now().UnixNano())
 	rec := wantStatus(t, buyVideo(t, w, map[string]any{"prompt": prompt, "model": "vista-3.1", "async": true}), http.StatusOK)
 	status := rec["statusUrl"].(string)
-	for end := time.Now().Add(30 * time.Second); rec["note"] == nil; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("no note after the deadline: %v", rec)
+	apptest.Eventually(t, 30*time.Second, "the late render's note", func() error {
+		if rec["note"] == nil {
+			rec = wantStatus(t, get(t, status), http.StatusOK)
+			return fmt.Errorf("no note yet: %v", rec)
 		}
-		rec = wantStatus(t, get(t, status), http.StatusOK)
-	}
+		return nil
+	})
 	if rec["status"] != "running" {
 		t.Fatalf("%v", rec)
 	}
@@ -726,8 +729,9 @@ func TestVideoWorkerKilledMidRender(t *testing.T) {
 	env.Studio.WaitSubmitted(t, prompt)
 	time.Sleep(300 * time.Millisecond) // let the heartbeat carry the studio's request id
 	env.StopWorker()
+	// Released while no worker runs: the job the killed attempt ordered is
+	// done when the next attempt picks it up.
 	env.Studio.Release(prompt)
-	time.Sleep(time.Second)
 	if err := env.StartWorker(); err != nil {
 		t.Fatal(err)
 	}

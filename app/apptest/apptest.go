@@ -284,10 +284,14 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	// OAuth on, with a fresh secret.
 	cfg.OAuth.Secret = hexutil.Encode(crypto.Keccak256([]byte("oauth " + dir)))
 	// Pay-per-call: a fresh signing secret, files under the test folder,
-	// fast heartbeats so a killed worker's render moves on quickly.
+	// a heartbeat timeout short enough that a killed worker's render moves
+	// on quickly, and longer than vista-3.1's whole budget below (9 s): the
+	// SDK sends heartbeats only every 80% of the timeout, so a short one
+	// failed late renders' attempts whenever the machine was busy, with no
+	// time left to retry them.
 	cfg.Media.Secret = hexutil.Encode(crypto.Keccak256([]byte(dir)))
 	cfg.Media.Blob.Dir = filepath.Join(dir, "blobs")
-	cfg.Media.HeartbeatTimeout = 3 * time.Second
+	cfg.Media.HeartbeatTimeout = 10 * time.Second
 	// Two models render at the fake hosted studio, which holds every job
 	// until the test releases it: kine-3.0 on its usual deadline, and
 	// vista-3.1 with a deadline of 3 s (collected for 6 s more), so tests

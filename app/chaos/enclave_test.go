@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"conduit/app/apptest"
+	"conduit/workflows"
 )
 
 // instances counts the live sandboxes running enclave id: bubblewrap
@@ -66,17 +72,41 @@ func enclaveRecord(t *testing.T, key, id string) map[string]any {
 // still shows an instance that died with its worker is not enough).
 func waitRunning(t *testing.T, key, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		rec := enclaveRecord(t, key, id)
-		if rec["status"] == "DEPLOYED" && rec["endpoint"] != nil && instances(t, id) == 1 && answers(rec["endpoint"].(string)) == nil {
-			return rec
-		}
-		if rec["status"] == "FAILED" || time.Now().After(deadline) {
+	var rec map[string]any
+	apptest.Eventually(t, 2*time.Minute, "enclave "+id+" to run", func() error {
+		rec = enclaveRecord(t, key, id)
+		if rec["status"] == "FAILED" {
 			t.Fatalf("enclave %s is not running: %v (%d sandboxes)", id, rec, instances(t, id))
 		}
-		time.Sleep(200 * time.Millisecond)
+		if rec["status"] == "DEPLOYED" && rec["endpoint"] != nil && instances(t, id) == 1 && answers(rec["endpoint"].(string)) == nil {
+			return nil
+		}
+		return fmt.Errorf("%v (%d sandboxes)", rec, instances(t, id))
+	})
+	return rec
+}
+
+// watchesSince counts the instance checks (EnclaveWatch steps) the
+// lifecycle of enclave id has finished since at, read from its history.
+func watchesSince(t *testing.T, id string, at time.Time) int {
+	t.Helper()
+	ctx := context.Background()
+	it := env.Platform.Temporal.GetWorkflowHistory(ctx, workflows.EnclaveWorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	watch := map[int64]bool{} // scheduled event id → is a watch
+	n := 0
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			watch[e.GetEventId()] = a.GetActivityType().GetName() == workflows.ActEnclaveWatch
+		}
+		if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && watch[a.GetScheduledEventId()] && e.GetEventTime().AsTime().After(at) {
+			n++
+		}
 	}
+	return n
 }
 
 // restarts counts the restarts of lost instances the enclave's log records.
@@ -118,13 +148,12 @@ func answers(addr string) error {
 
 func waitInstances(t *testing.T, id string, want int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for instances(t, id) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("enclave %s has %d sandboxes, want %d", id, instances(t, id), want)
+	apptest.Eventually(t, 20*time.Second, fmt.Sprintf("enclave %s to have %d sandboxes", id, want), func() error {
+		if n := instances(t, id); n != want {
+			return fmt.Errorf("%d sandboxes", n)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Enclaves under kill -9: the worker process (the production binary, with
@@ -149,9 +178,12 @@ func TestKillDuringEnclaveDeployments(t *testing.T) {
 		w.start()
 		id := mustSend(t, "POST", "/api/enclaves", body, http.StatusAccepted, auth...).json["id"].(string)
 		// Killed somewhere in pulling, measuring, unpacking or starting.
-		for enclaveRecord(t, key, id)["status"] == "PENDING_DEPLOY" {
-			time.Sleep(10 * time.Millisecond)
-		}
+		apptest.Eventually(t, time.Minute, "the deployment to be under way", func() error {
+			if st := enclaveRecord(t, key, id)["status"]; st == "PENDING_DEPLOY" {
+				return fmt.Errorf("status %v", st)
+			}
+			return nil
+		})
 		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		w.kill()
 		t.Logf("round %d: killed the worker while %s was %v", round, id, enclaveRecord(t, key, id)["status"])
@@ -168,7 +200,14 @@ func TestKillDuringEnclaveDeployments(t *testing.T) {
 		waitInstances(t, id, 0)
 		w.start()
 		rec = waitRunning(t, key, id)
-		time.Sleep(2 * time.Second) // several watches later, still one
+		// Several checks of the instance later, still one.
+		running := time.Now()
+		apptest.Eventually(t, time.Minute, "five more checks of the instance", func() error {
+			if n := watchesSince(t, id, running); n < 5 {
+				return fmt.Errorf("%d checks", n)
+			}
+			return nil
+		})
 		waitInstances(t, id, 1)
 		if rec["walletAddress"] != wallet {
 			t.Fatalf("round %d: the signing address changed: %v → %v", round, wallet, rec["walletAddress"])

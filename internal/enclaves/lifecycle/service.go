@@ -129,6 +129,9 @@ func (s *Service) Create(ctx context.Context, account string, c enclaves.Create)
 				SelectedRepo: c.GitHub.SelectedRepo, SelectedBranch: c.GitHub.SelectedBranch}
 		}
 	}
+	// The answer is the enclave as admitted: a quick worker may have moved
+	// the record on (BUILDING, DEPLOYING) before it was read.
+	rec.Status = n.Status
 	return rec, nil
 }
 
@@ -254,6 +257,11 @@ func (s *Service) RetryNow(ctx context.Context, id string) (workflows.EnclaveSta
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	st, err := Ask(ctx, s.Temporal, id, workflows.EnclaveRetry)
+	if errors.Is(err, ErrEnded) && s.Store == nil {
+		// Without the store (the operator's CLI talks to Temporal only)
+		// an ended lifecycle cannot be told from a missing enclave.
+		return st, err
+	}
 	if errors.Is(err, ErrEnded) {
 		e, rerr := s.Store.Enclave(ctx, id)
 		switch {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -32,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sys/unix"
 
+	"conduit/app/apptest/wait"
 	"conduit/internal/attest"
 	"conduit/internal/enclaves/provider"
 	"conduit/internal/enclaves/provider/providertest"
@@ -125,19 +127,17 @@ func get(addr, path string, timeout time.Duration) (string, error) {
 
 func waitAnswer(t *testing.T, p *Provider, id, addr, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		body, err := get(addr, path, time.Second)
-		if err == nil {
-			return body
-		}
-		if time.Now().After(deadline) {
+	var body string
+	wait.Eventually(t, 10*time.Second, "the application to answer on "+addr, func() error {
+		var err error
+		if body, err = get(addr, path, time.Second); err != nil {
 			st, _ := p.Status(context.Background(), id)
 			logs, _ := p.Logs(context.Background(), id, 0, 0)
-			t.Fatalf("the application did not answer on %s: %v; status %+v, logs %+v", addr, err, st, logs)
+			return fmt.Errorf("%v; status %+v, logs %+v", err, st, logs)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return body
 }
 
 // groupStates maps each process of a process group to its state letter from /proc.
@@ -302,14 +302,12 @@ func TestLifecycle(t *testing.T) {
 	if len(states) < 2 {
 		t.Fatalf("process group %d: %v", pgid, states)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !allStopped(states) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-		states = groupStates(t, pgid)
-	}
-	if !allStopped(states) {
-		t.Errorf("after Pause, states %v", states)
-	}
+	wait.Eventually(t, 5*time.Second, "every process of the group stopped after Pause", func() error {
+		if states = groupStates(t, pgid); !allStopped(states) {
+			return fmt.Errorf("states %v", states)
+		}
+		return nil
+	})
 	if _, err := get(inst.Addr, "/", 300*time.Millisecond); err == nil {
 		t.Error("a paused application answered")
 	}
@@ -433,17 +431,12 @@ func TestLimits(t *testing.T) {
 	if got, err := get(inst.Addr, "/alloc?mib=256", 10*time.Second); err == nil && strings.HasPrefix(got, "allocated") {
 		t.Fatalf("256 MiB allocated under a 128 MiB limit")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, _ := p.Status(ctx, id)
-		if st.Phase == provider.PhaseExited {
-			break
+	wait.Eventually(t, 5*time.Second, "the instance to exit after exceeding its memory", func() error {
+		if st, _ := p.Status(ctx, id); st.Phase != provider.PhaseExited {
+			return fmt.Errorf("the instance is %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after exceeding its memory the instance is %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	logs, _ := p.Logs(ctx, id, 0, 0)
 	var sawOOM bool
 	for _, l := range logs {
