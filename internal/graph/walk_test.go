@@ -96,3 +96,10 @@ func TestChatShape(t *testing.T) {
 		t.Fatalf("%+v %v", c, err)
 	}
 }
+
+// The node types' list in messages is read from the media kinds.
+func TestNodeTypesMessage(t *testing.T) {
+	if nodeTypes != "input, model, prompt, guardrail, output, speech, music or video" {
+		t.Fatal(nodeTypes)
+	}
+}
