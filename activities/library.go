@@ -17,7 +17,6 @@ import (
 	"conduit/internal/graph"
 	"conduit/internal/imagefetch"
 	"conduit/internal/media"
-	"conduit/internal/mediakind"
 	"conduit/internal/money"
 	"conduit/internal/pricing"
 	"conduit/internal/store"
@@ -95,15 +94,7 @@ func (a *Library) GenerateMedia(ctx context.Context, in GenerateMediaInput) (Gen
 		return GeneratedMedia{}, err
 	}
 	defer os.RemoveAll(workdir)
-	mj := media.Job{RunID: in.ItemID, Model: sale.Model, Voice: sale.Voice, Seconds: sale.Seconds, AspectRatio: sale.AspectRatio}
-	switch req.Kind {
-	case mediakind.Speech:
-		mj.Kind, mj.Text = media.KindSpeech, req.Text
-	case mediakind.Music:
-		mj.Kind, mj.Prompt = media.KindMusic, req.Text
-	default:
-		mj.Kind, mj.Prompt = media.KindVideo, req.Text
-	}
+	mj := media.NewJob(in.ItemID, sale.Kind, sale.Request(req.Text))
 	out, err := a.Renders.renderJob(ctx, r, mj, workdir)
 	if err != nil {
 		var app *temporal.ApplicationError

@@ -120,10 +120,7 @@ func (a *Renders) Render(ctx context.Context, job RenderJob) (Rendered, error) {
 	}
 	defer os.RemoveAll(workdir)
 
-	mj := media.Job{
-		RunID: job.RunID, Kind: media.Kind(job.Kind), Model: job.Request.Model, Prompt: job.Request.Prompt,
-		Text: job.Request.Text, Voice: job.Request.Voice, Seconds: job.Request.Seconds, AspectRatio: job.Request.AspectRatio,
-	}
+	mj := media.NewJob(job.RunID, job.Kind, job.Request)
 	if key := job.Request.ImageKey; key != "" {
 		if mj.ImagePath, err = a.fetchBlob(ctx, key, workdir); err != nil {
 			return Rendered{}, err

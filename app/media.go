@@ -15,6 +15,7 @@ import (
 	"conduit/internal/imagefetch"
 	"conduit/internal/library"
 	"conduit/internal/media"
+	"conduit/internal/mediakind"
 	"conduit/internal/money"
 	"conduit/internal/paycall"
 	"conduit/internal/pricing"
@@ -116,55 +117,83 @@ func (m *Media) libraryActivities(p *Platform, renders *activities.Renders) *act
 	}
 }
 
-// renderers maps every model of every kind to its renderer: a local one
-// (ffmpeg, espeak-ng, the synthesizer) with the model's content filter, or
-// the configured hosted API.
+// renderers maps every model of every media kind to its renderer: a
+// local one (ffmpeg, espeak-ng, the synthesizer) with the model's content
+// filter, or the configured hosted API. Every kind named by
+// internal/mediakind needs its entry in renderKinds.
 func renderers(cfg config.Media) (map[string]media.Renderer, error) {
-	filters := map[string]*media.Filter{}
-	addFilter := func(id string, patterns []string) error {
-		f, err := media.NewFilter(patterns)
-		if err != nil {
-			return fmt.Errorf("media model %s: %w", id, err)
+	kinds := renderKinds(cfg)
+	filters, upstream := map[string]*media.Filter{}, map[string]string{}
+	for _, d := range mediakind.Kinds {
+		k, ok := kinds[d.Name]
+		if !ok {
+			return nil, fmt.Errorf("media kind %s has no renderer", d.Name)
 		}
-		filters[id] = f
-		return nil
-	}
-	upstream := map[string]string{}
-	for _, v := range cfg.Video {
-		if err := addFilter(v.ID, v.Refuse); err != nil {
-			return nil, err
+		for _, m := range k.models {
+			f, err := media.NewFilter(m.refuse)
+			if err != nil {
+				return nil, fmt.Errorf("media model %s: %w", m.id, err)
+			}
+			filters[m.id], upstream[m.id] = f, m.upstream
 		}
-		upstream[v.ID] = v.Upstream
 	}
-	for _, m := range append(append([]config.AudioModel(nil), cfg.Speech.Models...), cfg.Music.Models...) {
-		if err := addFilter(m.ID, m.Refuse); err != nil {
-			return nil, err
-		}
-		upstream[m.ID] = m.Upstream
-	}
-	voices, hostedVoices := map[string]media.SpeechVoice{}, map[string]string{}
-	for _, v := range cfg.Speech.Voices {
-		voices[v.ID] = media.SpeechVoice{ID: v.ID, Language: v.Language, Espeak: v.Espeak, Variant: v.Variant, Pitch: v.Pitch, Rate: v.Rate}
-		hostedVoices[v.ID] = v.Upstream
-	}
-
 	out := map[string]media.Renderer{}
-	localVideo := &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters}
-	queue := &media.QueueVideo{BaseURL: cfg.Queue.BaseURL, APIKey: cfg.Queue.APIKey, PollEvery: cfg.Queue.PollEvery, Models: upstream, Filters: filters}
-	for _, v := range cfg.Video {
-		out[v.ID] = pick(v.Provider == "queue", queue, localVideo)
-	}
-	localSpeech := &media.LocalSpeech{FFmpeg: cfg.FFmpeg, Voices: voices, Filters: filters}
-	hostedSpeech := &media.HostedSpeech{BaseURL: cfg.Speech.Hosted.BaseURL, APIKey: cfg.Speech.Hosted.APIKey, Voices: hostedVoices, Models: upstream, Filters: filters}
-	for _, m := range cfg.Speech.Models {
-		out[m.ID] = pick(m.Provider == "hosted", hostedSpeech, localSpeech)
-	}
-	localMusic := &media.LocalMusic{FFmpeg: cfg.FFmpeg, Filters: filters}
-	hostedMusic := &media.HostedMusic{BaseURL: cfg.Music.Hosted.BaseURL, APIKey: cfg.Music.Hosted.APIKey, Models: upstream, Filters: filters}
-	for _, m := range cfg.Music.Models {
-		out[m.ID] = pick(m.Provider == "hosted", hostedMusic, localMusic)
+	for _, d := range mediakind.Kinds {
+		k := kinds[d.Name]
+		local, hosted := k.renderers(filters, upstream)
+		for _, m := range k.models {
+			out[m.id] = pick(m.hosted, hosted, local)
+		}
 	}
 	return out, nil
+}
+
+// renderKind is one media kind's models as configured and its two
+// renderers, local and hosted, built over every model's content filter
+// and upstream id.
+type renderKind struct {
+	models    []renderModel
+	renderers func(filters map[string]*media.Filter, upstream map[string]string) (local, hosted media.Renderer)
+}
+
+type renderModel struct {
+	id, upstream string
+	refuse       []string
+	hosted       bool
+}
+
+// renderKinds is each media kind's renderers, by kind name.
+func renderKinds(cfg config.Media) map[string]renderKind {
+	audio := func(models []config.AudioModel) []renderModel {
+		var out []renderModel
+		for _, m := range models {
+			out = append(out, renderModel{id: m.ID, upstream: m.Upstream, refuse: m.Refuse, hosted: m.Provider == "hosted"})
+		}
+		return out
+	}
+	var video []renderModel
+	for _, v := range cfg.Video {
+		video = append(video, renderModel{id: v.ID, upstream: v.Upstream, refuse: v.Refuse, hosted: v.Provider == "queue"})
+	}
+	return map[string]renderKind{
+		mediakind.Video: {models: video, renderers: func(filters map[string]*media.Filter, upstream map[string]string) (media.Renderer, media.Renderer) {
+			return &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters},
+				&media.QueueVideo{BaseURL: cfg.Queue.BaseURL, APIKey: cfg.Queue.APIKey, PollEvery: cfg.Queue.PollEvery, Models: upstream, Filters: filters}
+		}},
+		mediakind.Speech: {models: audio(cfg.Speech.Models), renderers: func(filters map[string]*media.Filter, upstream map[string]string) (media.Renderer, media.Renderer) {
+			voices, hostedVoices := map[string]media.SpeechVoice{}, map[string]string{}
+			for _, v := range cfg.Speech.Voices {
+				voices[v.ID] = media.SpeechVoice{ID: v.ID, Language: v.Language, Espeak: v.Espeak, Variant: v.Variant, Pitch: v.Pitch, Rate: v.Rate}
+				hostedVoices[v.ID] = v.Upstream
+			}
+			return &media.LocalSpeech{FFmpeg: cfg.FFmpeg, Voices: voices, Filters: filters},
+				&media.HostedSpeech{BaseURL: cfg.Speech.Hosted.BaseURL, APIKey: cfg.Speech.Hosted.APIKey, Voices: hostedVoices, Models: upstream, Filters: filters}
+		}},
+		mediakind.Music: {models: audio(cfg.Music.Models), renderers: func(filters map[string]*media.Filter, upstream map[string]string) (media.Renderer, media.Renderer) {
+			return &media.LocalMusic{FFmpeg: cfg.FFmpeg, Filters: filters},
+				&media.HostedMusic{BaseURL: cfg.Music.Hosted.BaseURL, APIKey: cfg.Music.Hosted.APIKey, Models: upstream, Filters: filters}
+		}},
+	}
 }
 
 func pick(hosted bool, remote, local media.Renderer) media.Renderer {

@@ -39,47 +39,6 @@ type chatRequest struct {
 	Model    json.RawMessage `json:"model"`
 }
 
-// chatTarget is how a pipeline maps onto a conversation.
-type chatTarget struct {
-	entry      *graph.Node // the first input node: gets the latest user message
-	output     *graph.Node // the first output node: its value is the answer
-	streamNode string      // the model node whose tokens are streamed, if any
-}
-
-// chatShape finds the entry and output nodes, or says (422) why the
-// pipeline cannot chat.
-func chatShape(g *graph.Graph) (chatTarget, error) {
-	var t chatTarget
-	for i := range g.Nodes {
-		n := &g.Nodes[i]
-		if n.Type == graph.KindInput && t.entry == nil {
-			t.entry = n
-		}
-		if n.Type == graph.KindOutput && t.output == nil {
-			t.output = n
-		}
-	}
-	if t.entry == nil || t.output == nil {
-		return t, errs.New(errs.Unprocessable, "pipeline has no entry (input) node or no output node, so it cannot answer chat completions")
-	}
-	var missing []string
-	for _, in := range g.Contract().Inputs {
-		if in.Required && in.Key != t.entry.Key {
-			missing = append(missing, in.Key)
-		}
-	}
-	if len(missing) > 0 {
-		return t, errs.New(errs.Unprocessable, "pipeline also requires inputs %s, which chat completions cannot provide; use the invoke API", strings.Join(missing, ", "))
-	}
-	// Tokens are streamed only when the answer is a model's own text: a
-	// guardrail or transform in between could change or withhold it, so
-	// then the answer is sent whole when the run ends.
-	if src, ok := g.Node(t.output.From); ok && src.Type == graph.KindModel {
-		t.streamNode = src.ID
-	}
-	return t, nil
-}
-
 // parseChat validates the request body (spec §4.3); unknown fields are
 // ignored as OpenAI-compatible servers do.
 func parseChat(c *gin.Context) (chatRequest, string, error) {
@@ -151,14 +110,14 @@ func (s *Server) chatCompletions(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	target, err := chatShape(serving.Graph)
+	target, err := serving.Graph.ChatShape()
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	rr := runs.Request{Kind: "chat", Inputs: map[string]string{target.entry.Key: userText}}
+	rr := runs.Request{Kind: "chat", Inputs: map[string]string{target.Entry.Key: userText}}
 	if req.Stream {
-		rr.StreamNode = target.streamNode
+		rr.StreamNode = target.StreamNode
 	}
 	run, _, err := s.runs.Start(c.Request.Context(), principal(c).AccountID, serving, rr)
 	if err != nil {
@@ -190,7 +149,7 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{
 		"id": cc.id, "object": "chat.completion", "created": cc.created, "model": cc.model,
-		"choices": []gin.H{{"index": 0, "message": gin.H{"role": "assistant", "content": st.Outputs[target.output.Key]}, "finish_reason": "stop"}},
+		"choices": []gin.H{{"index": 0, "message": gin.H{"role": "assistant", "content": st.Outputs[target.Output.Key]}, "finish_reason": "stop"}},
 		"usage":   usageJSON(st),
 	})
 }
@@ -216,7 +175,7 @@ func usageJSON(st workflows.RunState) gin.H {
 // A failure after the stream began is sent the way OpenAI's own API does
 // it: a last event whose data is {"error": {...}} (official clients raise
 // it as an error), without [DONE], which means success.
-func (s *Server) streamChat(c *gin.Context, run runs.Run, target chatTarget, cc completion) {
+func (s *Server) streamChat(c *gin.Context, run runs.Run, target graph.Chat, cc completion) {
 	ctx := c.Request.Context()
 	log := logging.From(ctx).With("run_id", run.RunID)
 	wake, unsubscribe := s.runs.Subscribe(run.RunID)
@@ -303,7 +262,7 @@ func (s *Server) streamChat(c *gin.Context, run runs.Run, target chatTarget, cc 
 			begin()
 			// Whatever the stream has not carried yet (all of it when the
 			// answer was not streamable) goes out before the last chunk.
-			answer := out.st.Outputs[target.output.Key]
+			answer := out.st.Outputs[target.Output.Key]
 			if rest, ok := strings.CutPrefix(answer, tr.sent); ok && rest != "" {
 				w.chunk(cc, gin.H{"content": rest}, nil, nil)
 			} else if !ok {

@@ -424,9 +424,10 @@ func (r *runner) execute(ctx workflow.Context) {
 	if err == nil {
 		err = g.Servable()
 	}
-	var levels [][]string
 	if err == nil {
-		levels, err = g.Levels()
+		// Checked before the walk, so a graph that cannot be ordered
+		// ends with no node states.
+		_, err = g.Levels()
 	}
 	if err != nil {
 		r.state.Error = "the published pipeline cannot run: " + err.Error()
@@ -438,17 +439,18 @@ func (r *runner) execute(ctx workflow.Context) {
 		r.index[n.ID] = i
 		r.state.Nodes = append(r.state.Nodes, NodeState{ID: n.ID, Type: n.Type, Status: NodePending})
 	}
-	for _, level := range levels {
-		var pending []modelCall
-		for _, id := range level {
-			if call, ok := r.startNode(ctx, id); ok {
-				pending = append(pending, call)
-			}
+	// A layer's calls are started together and then waited for.
+	var pending []modelCall
+	_ = g.Walk(func(n *graph.Node) {
+		if call, ok := r.startNode(ctx, n); ok {
+			pending = append(pending, call)
 		}
+	}, func() {
 		for _, call := range pending {
 			r.collect(ctx, call)
 		}
-	}
+		pending = nil
+	})
 }
 
 type modelCall struct {
@@ -460,8 +462,8 @@ type modelCall struct {
 
 // startNode computes a pure node at once or starts a model call; it
 // returns the call to wait for.
-func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
-	n, _ := r.graph.Node(id)
+func (r *runner) startNode(ctx workflow.Context, n *graph.Node) (modelCall, bool) {
+	id := n.ID
 	for _, dep := range r.graph.Deps(id) {
 		if st := r.node(dep).Status; st != NodeSuccess {
 			r.node(id).Status = NodeSkipped
@@ -473,29 +475,9 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 	ns := r.node(id)
 	ns.Status, ns.StartedAt = NodeRunning, &now
 
-	var value string
-	var err error
-	switch n.Type {
-	case "input":
-		value = r.in.Inputs[n.Key]
-	case "prompt":
-		value, err = n.TransformValue(r.values)
-	case "guardrail":
-		var res graph.GuardrailResult
-		res, err = n.CheckGuardrail(r.values[n.Input])
-		if err == nil && res.Blocked {
-			err = fmt.Errorf("guardrail %q blocked the run: %s", id, joinViolations(res.Violations))
-		}
-		value = res.Value
-	case "output":
-		value = n.OutputValue(r.values)
-		r.state.Outputs[n.Key] = value
-	case "model":
-		req, rerr := n.ModelRequest(r.values)
-		if rerr != nil {
-			err = rerr
-			break
-		}
+	step := n.Evaluate(r.in.Inputs, r.values)
+	switch {
+	case step.Model != nil:
 		retry := &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -503,7 +485,7 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 			MaximumAttempts:        r.in.ModelAttempts,
 			NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
 		}
-		gen := activities.GenerateInput{RunID: r.in.RunID, NodeID: id, Request: req, Stream: id == r.in.StreamNode}
+		gen := activities.GenerateInput{RunID: r.in.RunID, NodeID: id, Request: *step.Model, Stream: id == r.in.StreamNode}
 		if r.local && slices.Contains(r.in.InlineNodes, id) {
 			lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: r.in.ModelTimeout, RetryPolicy: retry})
 			return modelCall{id: id, future: workflow.ExecuteLocalActivity(lctx, ActGenerate, gen)}, true
@@ -514,19 +496,14 @@ func (r *runner) startNode(ctx workflow.Context, id string) (modelCall, bool) {
 			RetryPolicy:         retry,
 		})
 		return modelCall{id: id, future: workflow.ExecuteActivity(actx, ActGenerate, gen)}, true
-	case graph.KindSpeech, graph.KindMusic, graph.KindVideo:
+	case step.Generation != nil:
 		// New node kinds issue their commands only when a graph uses
 		// them: runs of existing graphs replay unchanged.
-		req, rerr := n.GenerationRequest(r.values)
-		if rerr != nil {
-			err = rerr
-			break
-		}
-		return modelCall{id: id, media: true, future: r.generate(ctx, id, req)}, true
-	default:
-		err = fmt.Errorf("unknown node type %q", n.Type)
+		return modelCall{id: id, media: true, future: r.generate(ctx, id, *step.Generation)}, true
+	case n.Type == graph.KindOutput:
+		r.state.Outputs[n.Key] = step.Value
 	}
-	r.done(ctx, id, value, err)
+	r.done(ctx, id, step.Value, step.Err)
 	return modelCall{}, false
 }
 
@@ -662,14 +639,3 @@ func (r *runner) node(id string) *NodeState { return &r.state.Nodes[r.index[id]]
 // nodeError is the failure in the provider's or rule's own words, without
 // Temporal's wrapping.
 func nodeError(err error) string { return failureText(err, "the model did not answer in time") }
-
-func joinViolations(v []string) string {
-	out := ""
-	for i, s := range v {
-		if i > 0 {
-			out += "; "
-		}
-		out += s
-	}
-	return out
-}

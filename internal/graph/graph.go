@@ -1,7 +1,9 @@
 // Package graph is the pure model of a pipeline graph: parsing,
 // validation with precise messages, the contract (input and output keys),
-// dependency layers, and the semantics of every node kind except the model
-// call itself (a side effect done by an activity). Everything here is
+// dependency layers and the walk over them that runs and estimates share
+// (Walk, Evaluate), the semantics of every node kind except the model call
+// and the render themselves (side effects done by activities), and the
+// shape chat completions need (ChatShape). Everything here is
 // deterministic, because workflow code calls it.
 package graph
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"conduit/internal/mediakind"
 )
 
 // Problem is one thing wrong with a graph.
@@ -72,13 +74,13 @@ func (g *Graph) Validate(knownModel func(id string) bool, checks ...GenerationCh
 	inKeys, outKeys := map[string]bool{}, map[string]bool{}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
-		switch n.Type {
-		case KindInput:
+		switch typ := n.Type; {
+		case typ == KindInput:
 			v.key(n, inKeys, "input")
 			if len(g.Deps(n.ID)) > 0 {
 				v.addf(n.ID, "edges", "an input node cannot have incoming edges")
 			}
-		case KindOutput:
+		case typ == KindOutput:
 			v.key(n, outKeys, "output")
 			v.source(n, "from", n.From)
 			for _, e := range g.Edges {
@@ -87,15 +89,15 @@ func (g *Graph) Validate(knownModel func(id string) bool, checks ...GenerationCh
 					break
 				}
 			}
-		case KindPrompt:
+		case typ == KindPrompt:
 			v.prompt(n)
-		case KindModel:
+		case typ == KindModel:
 			v.model(n, knownModel)
-		case KindGuardrail:
+		case typ == KindGuardrail:
 			v.guardrail(n)
-		case KindSpeech, KindMusic, KindVideo:
+		case IsGeneration(typ):
 			v.generation(n, checks)
-		case "":
+		case typ == "":
 			v.addf(n.ID, "type", "type is missing (%s)", nodeTypes)
 		default:
 			v.addf(n.ID, "type", "unknown node type %q (%s)", n.Type, nodeTypes)
@@ -107,7 +109,11 @@ func (g *Graph) Validate(knownModel func(id string) bool, checks ...GenerationCh
 	return nil
 }
 
-const nodeTypes = "input, model, prompt, guardrail, output, speech, music or video"
+// nodeTypes lists the node types for messages, the media kinds last.
+var nodeTypes = func() string {
+	media := mediakind.Names()
+	return "input, model, prompt, guardrail, output, " + strings.Join(media[:len(media)-1], ", ") + " or " + media[len(media)-1]
+}()
 
 // generation checks a generation node: its text template, no field of the
 // other text kind, and its settings by the checks given.

@@ -49,6 +49,13 @@ type Job struct {
 	ImageURL  string
 }
 
+// NewJob is the render of r, a request of the media kind named kind (the
+// image, when r has one, is the caller's to fetch).
+func NewJob(runID, kind string, r mediakind.Request) Job {
+	return Job{RunID: runID, Kind: Kind(kind), Model: r.Model, Prompt: r.Prompt, Text: r.Text,
+		Voice: r.Voice, Seconds: r.Seconds, AspectRatio: r.AspectRatio}
+}
+
 // Output is a rendered file on local disk.
 type Output struct {
 	Path        string // a file inside the workdir given to Render

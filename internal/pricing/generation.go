@@ -218,6 +218,16 @@ func ids(models []AudioModel) string {
 	return strings.Join(out, ", ")
 }
 
+// Request is the sale as a render request whose text is text, put in
+// its kind's text field.
+func (s GenSale) Request(text string) mediakind.Request {
+	r := mediakind.Request{Model: s.Model, Voice: s.Voice, Seconds: s.Seconds, AspectRatio: s.AspectRatio}
+	if k, ok := mediakind.Of(s.Kind); ok {
+		k.SetText(&r, text)
+	}
+	return r
+}
+
 // Describe is a sale as the menus would say it ("speech-v3, voice aria,
 // 120 characters"), for logs and provenance.
 func (s GenSale) Describe() string {

@@ -74,3 +74,14 @@ func TestGenerationRefusalsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+func TestGenSaleRequest(t *testing.T) {
+	speech := GenSale{Kind: mediakind.Speech, Model: "speech-v3", Voice: "aria", Characters: 5}
+	if r := speech.Request("héllo"); r != (mediakind.Request{Model: "speech-v3", Voice: "aria", Text: "héllo", Characters: 5}) {
+		t.Fatalf("speech %+v", r)
+	}
+	video := GenSale{Kind: mediakind.Video, Model: "local", Seconds: 5, AspectRatio: "9:16"}
+	if r := video.Request("a kite"); r != (mediakind.Request{Model: "local", Prompt: "a kite", Seconds: 5, AspectRatio: "9:16"}) {
+		t.Fatalf("video %+v", r)
+	}
+}

@@ -38,54 +38,45 @@ type Estimate struct {
 // priced from the catalog; failed runs are never charged, so the range is
 // that of a successful run.
 func (s *Service) Estimate(g *graph.Graph, inputs map[string]string) (Estimate, error) {
-	levels, err := g.Levels()
-	if err != nil {
-		return Estimate{}, errs.Invalidf("the pipeline cannot run: %v", err)
-	}
 	est := Estimate{Nodes: []NodeEstimate{}, MaxUSD: s.HoldFor(g)}
 	values := map[string]string{}
-	for _, level := range levels {
-		for _, id := range level {
-			n, _ := g.Node(id)
-			switch n.Type {
-			case "input":
-				values[id] = inputs[n.Key]
-			case "prompt":
-				values[id], _ = n.TransformValue(values)
-			case "guardrail":
-				values[id] = values[n.Input]
-			case graph.KindSpeech, graph.KindMusic, graph.KindVideo:
-				// Its file's URL is unknown before it runs; a successful
-				// run pays its price for the text it renders.
-				values[id] = ""
-				req, err := n.GenerationRequest(values)
-				if err != nil {
-					continue
-				}
-				if p, ok := s.Library.Price(n, req.Text); ok {
-					est.MinUSD += p
-				}
-			case "model":
-				values[id] = ""
-				m, ok := s.Catalog.Model(n.Model)
-				if !ok {
-					continue
-				}
-				req, err := n.ModelRequest(values)
-				if err != nil {
-					continue
-				}
-				tokens := min(models.CountTokens(req.System)+models.CountTokens(req.Prompt), m.ContextTokens)
-				maxTokens := n.MaxTokens
-				if maxTokens <= 0 {
-					maxTokens = models.DefaultMaxTokens
-				}
-				ne := NodeEstimate{ID: id, Model: m.ID, PromptTokens: tokens, MaxTokens: maxTokens,
-					MinUSD: m.Cost(models.Usage{PromptTokens: tokens}), MaxUSD: m.MaxCost(n.MaxTokens)}
-				est.MinUSD += ne.MinUSD
-				est.Nodes = append(est.Nodes, ne)
-			}
+	err := g.Walk(func(n *graph.Node) {
+		if n.Type == graph.KindGuardrail {
+			// Estimated as passing its input on: what it would block or
+			// replace depends on answers not known yet.
+			values[n.ID] = values[n.Input]
+			return
 		}
+		// A failed template or transform counts as empty text, and so
+		// does the answer of a model or the URL of a file, unknown before
+		// the run.
+		step := n.Evaluate(inputs, values)
+		values[n.ID] = step.Value
+		switch {
+		case step.Generation != nil:
+			// A successful run pays its price for the text it renders.
+			if p, ok := s.Library.Price(n, step.Generation.Text); ok {
+				est.MinUSD += p
+			}
+		case step.Model != nil:
+			m, ok := s.Catalog.Model(n.Model)
+			if !ok {
+				return
+			}
+			req := step.Model
+			tokens := min(models.CountTokens(req.System)+models.CountTokens(req.Prompt), m.ContextTokens)
+			maxTokens := n.MaxTokens
+			if maxTokens <= 0 {
+				maxTokens = models.DefaultMaxTokens
+			}
+			ne := NodeEstimate{ID: n.ID, Model: m.ID, PromptTokens: tokens, MaxTokens: maxTokens,
+				MinUSD: m.Cost(models.Usage{PromptTokens: tokens}), MaxUSD: m.MaxCost(n.MaxTokens)}
+			est.MinUSD += ne.MinUSD
+			est.Nodes = append(est.Nodes, ne)
+		}
+	}, nil)
+	if err != nil {
+		return Estimate{}, errs.Invalidf("the pipeline cannot run: %v", err)
 	}
 	return est, nil
 }
