@@ -105,6 +105,9 @@ func runRoles(roles Roles) func(context.Context, *Env, []string) error {
 		if err := env.Config.ValidateProduction(); err != nil {
 			return err
 		}
+		if err := env.Config.RefuseDevOnly(); err != nil {
+			return err
+		}
 		var ln net.Listener
 		if roles.Frontend {
 			l, err := Listen(env.Config)

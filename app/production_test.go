@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -67,6 +68,27 @@ func TestProductionBinaryHasNoDevToolsAndGuardsMainNetworks(t *testing.T) {
 		if len(lines) != 2 || lines[0] != "conduit: configuration error:" || !strings.HasPrefix(lines[1], want) ||
 			!strings.Contains(lines[1], "x402.allow_local_on_main_network (CONDUIT_X402_ALLOW_LOCAL_ON_MAIN_NETWORK)") {
 			t.Fatalf("want one sentence naming the setting, got:\n%s", out)
+		}
+	})
+
+	t.Run("the TEST MODE card checkout is refused in one sentence", func(t *testing.T) {
+		for _, role := range []string{"frontend", "worker", "all"} {
+			// Bounded: a binary that wrongly starts must fail the test, not hang it.
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, role)
+			cmd.Env = append(os.Environ(), append(local, "CONDUIT_HTTP_ADDR=127.0.0.1:0", "CONDUIT_X402_NETWORK=eip155:84532",
+				"CONDUIT_X402_SOLANA_NETWORK="+config.PlaySolanaNetwork,
+				"CONDUIT_CHECKOUT_PROVIDER=local", "CONDUIT_CHECKOUT_WEBHOOK_SECRET=whsec_0123456789abcdef")...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("conduit %s started with the local card checkout", role)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			want := "conduit: checkout.provider (CONDUIT_CHECKOUT_PROVIDER) is local outside the dev command"
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+				t.Fatalf("conduit %s: want one sentence naming the setting, got:\n%s", role, out)
+			}
 		}
 	})
 

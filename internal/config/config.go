@@ -674,6 +674,17 @@ func (c *Config) ValidateProduction() error {
 	return errors.Join(errs...)
 }
 
+// RefuseDevOnly refuses, for the production roles (frontend, worker, all),
+// what only the dev command and the test harness may run: the local TEST
+// MODE card checkout, whose test card buys real credit — one variable must
+// not turn a deployment into a credit mint.
+func (c *Config) RefuseDevOnly() error {
+	if c.Checkout.Provider == "local" {
+		return fmt.Errorf("checkout.provider (%s_CHECKOUT_PROVIDER) is local outside the dev command, where its TEST MODE card would buy real credit: use stripe, or leave it empty to turn card payments off", EnvPrefix)
+	}
+	return nil
+}
+
 // BaseURL is the public base address, without a trailing slash.
 func (c *Config) BaseURL() string {
 	if c.HTTP.PublicURL != "" {
