@@ -188,7 +188,7 @@ func (s *Service) serveRPC(addr string, n *svmrpc.Network) error {
 		return fmt.Errorf("the Solana RPC cannot listen on %s (set %s_X402_SOLANA_RPC_ADDR to a free address): %w", addr, config.EnvPrefix, err)
 	}
 	s.SolanaRPC = "http://" + ln.Addr().String()
-	s.rpcSrv = &http.Server{Handler: n.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.rpcSrv = n.Server()
 	go func() { _ = s.rpcSrv.Serve(ln) }()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 
@@ -127,6 +128,9 @@ func (n *Network) getMinimumBalanceForRentExemption(_ context.Context, p params)
 	var size uint64
 	if err := json.Unmarshal(p[0], &size); err != nil {
 		return nil, invalidParams("Invalid params: invalid type: expected usize.")
+	}
+	if size > maxRentSize {
+		return nil, invalidParams(fmt.Sprintf("Invalid params: data length %d is too large: its rent-exempt minimum overflows u64 (at most %d).", size, uint64(maxRentSize)))
 	}
 	return RentExempt(size), nil
 }
@@ -450,6 +454,11 @@ func (a *account) encode(enc solana.EncodingType, slice *rpc.DataSlice) (*rpc.Ac
 			}
 			if slice.Length != nil {
 				ln = *slice.Length
+			}
+			// Checked on the client's numbers, before off is clamped: a
+			// wrapped off+ln would slice backwards and panic.
+			if slice.Offset != nil && ln > math.MaxUint64-*slice.Offset {
+				return nil, invalidParams("Invalid params: dataSlice offset + length overflows u64.")
 			}
 			data = data[off:min(off+ln, uint64(len(data)))]
 		}

@@ -9,7 +9,10 @@ package svmrpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -65,10 +68,15 @@ const (
 	feePayerLamports    = 1_000 * solana.LAMPORTS_PER_SOL
 	lamportsPerSig      = 5000
 	maxRequestBodyBytes = 1 << 20
+	maxBatch            = 100
 )
 
-// RentExempt is getMinimumBalanceForRentExemption's answer for size bytes.
+// RentExempt is getMinimumBalanceForRentExemption's answer for size bytes
+// (at most maxRentSize; beyond, the product wraps).
 func RentExempt(size uint64) uint64 { return (size + 128) * 3480 * 2 }
+
+// maxRentSize is the largest size whose rent-exempt minimum fits a uint64.
+const maxRentSize = math.MaxUint64/(3480*2) - 128
 
 // Handler serves JSON-RPC 2.0 requests (single or batched) on POST.
 func (n *Network) Handler() http.Handler {
@@ -91,6 +99,12 @@ func (n *Network) Handler() http.Handler {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBodyBytes))
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				writeJSON(w, errorResponse(nil, &jsonrpc.RPCError{Code: errInvalidRequest.Code,
+					Message: fmt.Sprintf("%s: a request body holds at most %d bytes", errInvalidRequest.Message, maxRequestBodyBytes)}))
+				return
+			}
 			writeJSON(w, errorResponse(nil, errParse))
 			return
 		}
@@ -120,6 +134,12 @@ func (n *Network) serve(ctx context.Context, body []byte) any {
 	if err := json.Unmarshal(body, &batch); err == nil {
 		if len(batch) == 0 {
 			return errorResponse(nil, errInvalidRequest)
+		}
+		// One request may not buy unbounded work: a batch over the limit
+		// is refused whole, as a single error.
+		if len(batch) > maxBatch {
+			return errorResponse(nil, &jsonrpc.RPCError{Code: errInvalidRequest.Code,
+				Message: fmt.Sprintf("%s: a batch holds at most %d calls", errInvalidRequest.Message, maxBatch)})
 		}
 		out := make([]*jsonrpc.RPCResponse, 0, len(batch))
 		for _, raw := range batch {
@@ -175,4 +195,28 @@ var (
 
 func invalidParams(msg string) *jsonrpc.RPCError {
 	return &jsonrpc.RPCError{Code: -32602, Message: msg}
+}
+
+// The listener's connection limits: the API's defaults (http.* in
+// internal/config). Every answer is small and written at once, so unlike
+// the API's streams a whole-answer WriteTimeout fits.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+// Server is the http.Server that serves Handler, with the API's read,
+// write and idle timeouts.
+func (n *Network) Server() *http.Server {
+	return &http.Server{
+		Handler:           n.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 }

@@ -63,7 +63,7 @@ type fixture struct {
 	mint, mintAuth solana.PublicKey
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	f.payer, f.feePay = solana.NewWallet().PrivateKey, solana.NewWallet().PrivateKey
