@@ -106,4 +106,7 @@ const (
 	// run or the retry, credit a payment back, mark late, record the
 	// outcome) are local activities.
 	ChangeRenderLocalSteps = "render-local-steps"
+	// ChangeDataflow (PipelineRun): each node starts as soon as its inputs
+	// are ready instead of layer by layer.
+	ChangeDataflow = "pipeline-dataflow"
 )

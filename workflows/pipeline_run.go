@@ -225,8 +225,9 @@ type RunState struct {
 // first step writes the run and holds its credit; callers learn the
 // outcome from the admission update they start it with (Update-with-Start),
 // so no run exists without its workflow and no workflow holds credit
-// without its run. Nodes run in dependency order, every node of a layer in
-// parallel, each model call an activity with its own retry policy.
+// without its run. Each node starts as soon as its inputs are ready
+// (independent branches run in parallel), each model call an activity
+// with its own retry policy.
 // Whatever happens, the run ends by recording its result and settling its
 // hold in one transaction: charged on success, released otherwise.
 func PipelineRun(ctx workflow.Context, in RunInput) (RunState, error) {
@@ -439,6 +440,13 @@ func (r *runner) execute(ctx workflow.Context) {
 		r.index[n.ID] = i
 		r.state.Nodes = append(r.state.Nodes, NodeState{ID: n.ID, Type: n.Type, Status: NodePending})
 	}
+	// Since ChangeDataflow each node starts the moment its inputs are
+	// ready; before it, the graph ran layer by layer, which old histories
+	// still replay.
+	if workflow.GetVersion(ctx, ChangeDataflow, workflow.DefaultVersion, 1) == 1 {
+		r.flow(ctx)
+		return
+	}
 	// A layer's calls are started together and then waited for.
 	var pending []modelCall
 	_ = g.Walk(func(n *graph.Node) {
@@ -451,6 +459,51 @@ func (r *runner) execute(ctx workflow.Context) {
 		}
 		pending = nil
 	})
+}
+
+// flow runs the graph as a dataflow: every node whose upstream nodes have
+// all finished is started (in graph order, so replays issue the same
+// commands), and whenever a call completes the nodes it unblocks start at
+// once. A slow branch holds back only the nodes that depend on it.
+func (r *runner) flow(ctx workflow.Context) {
+	started := make(map[string]bool, len(r.graph.Nodes))
+	sel := workflow.NewSelector(ctx)
+	pending := 0
+	for {
+		// Pure nodes finish as they start, so repeat until nothing more
+		// became ready.
+		for more := true; more; {
+			more = false
+			for i := range r.graph.Nodes {
+				n := &r.graph.Nodes[i]
+				if started[n.ID] || !r.inputsReady(n.ID) {
+					continue
+				}
+				started[n.ID], more = true, true
+				if call, ok := r.startNode(ctx, n); ok {
+					pending++
+					sel.AddFuture(call.future, func(workflow.Future) {
+						pending--
+						r.collect(ctx, call)
+					})
+				}
+			}
+		}
+		if pending == 0 {
+			return
+		}
+		sel.Select(ctx)
+	}
+}
+
+// inputsReady: every upstream node of id has finished, well or not.
+func (r *runner) inputsReady(id string) bool {
+	for _, dep := range r.graph.Deps(id) {
+		if st := r.node(dep).Status; st == NodePending || st == NodeRunning {
+			return false
+		}
+	}
+	return true
 }
 
 type modelCall struct {

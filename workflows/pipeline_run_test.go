@@ -256,3 +256,67 @@ func askAdmission(t *testing.T, env *testsuite.TestWorkflowEnvironment, answer *
 		}, RunRequest{RunID: "r1"})
 	}, 0)
 }
+
+// A node starts the moment its inputs are ready: the fast branch (a, then
+// c, which depends on a) finishes while the slow branch (b, 10 s) is still
+// running, instead of waiting for b's layer to end.
+func TestFastBranchDoesNotWaitForSlowOne(t *testing.T) {
+	const g = `{
+  "nodes": [
+    {"id": "q", "type": "input", "key": "q"},
+    {"id": "a", "type": "model", "model": "m", "prompt": "A {{q}}"},
+    {"id": "b", "type": "model", "model": "m", "prompt": "B {{q}}"},
+    {"id": "c", "type": "model", "model": "m", "prompt": "C {{a}}"},
+    {"id": "outC", "type": "output", "key": "c", "from": "c"},
+    {"id": "outB", "type": "output", "key": "b", "from": "b"}
+  ],
+  "edges": [{"from": "q", "to": "a"}, {"from": "q", "to": "b"}, {"from": "a", "to": "c"}, {"from": "c", "to": "outC"}, {"from": "b", "to": "outB"}]
+}`
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivityWithOptions((&activities.Models{}).Generate, activity.RegisterOptions{Name: ActGenerate})
+	env.RegisterActivityWithOptions((&activities.Runs{}).Finish, activity.RegisterOptions{Name: ActFinishRun})
+	env.RegisterActivityWithOptions((&activities.Runs{}).Open, activity.RegisterOptions{Name: ActOpenRun})
+	env.OnActivity(ActOpenRun, mock.Anything, mock.Anything).Return(activities.OpenedRun{RunID: "r1", Status: StatusRunning}, nil)
+	answer := func(_ context.Context, in activities.GenerateInput) (activities.GenerateOutput, error) {
+		return activities.GenerateOutput{Text: in.Request.Prompt}, nil
+	}
+	isNode := func(id string) any {
+		return mock.MatchedBy(func(in activities.GenerateInput) bool { return in.NodeID == id })
+	}
+	env.OnActivity(ActGenerate, mock.Anything, isNode("b")).After(10 * time.Second).Return(answer)
+	env.OnActivity(ActGenerate, mock.Anything, mock.Anything).Return(answer)
+	env.OnActivity(ActFinishRun, mock.Anything, mock.Anything).Return(nil)
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	env.SetStartTime(t0)
+	env.ExecuteWorkflow(PipelineRun, RunInput{
+		RunID: "r1", Graph: json.RawMessage(g), Inputs: map[string]string{"q": "x"},
+		Held: 100, ModelTimeout: time.Minute, ModelAttempts: 2, StartedAt: t0, InlineNodes: []string{"a"},
+	})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", env.GetWorkflowError())
+	}
+	var st RunState
+	if err := env.GetWorkflowResult(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != StatusSuccess || st.Outputs["c"] != "C A x" || st.Outputs["b"] != "B x" {
+		t.Fatalf("%+v", st)
+	}
+	at := map[string]NodeState{}
+	for _, n := range st.Nodes {
+		if n.StartedAt == nil || n.FinishedAt == nil {
+			t.Fatalf("node %s has no times: %+v", n.ID, n)
+		}
+		at[n.ID] = n
+	}
+	if !at["outC"].FinishedAt.Before(*at["b"].FinishedAt) {
+		t.Fatalf("the fast branch ended at %v, not before the slow node at %v", at["outC"].FinishedAt, at["b"].FinishedAt)
+	}
+	if !at["c"].StartedAt.Before(t0.Add(10 * time.Second)) {
+		t.Fatalf("c started at %v, after the slow branch's 10 s", at["c"].StartedAt)
+	}
+	if got := at["b"].FinishedAt.Sub(t0); got < 10*time.Second {
+		t.Fatalf("the slow node finished after %v, want its 10 s", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -61,7 +62,8 @@ func captureHistories(ctx context.Context, c client.Client, dir string) error {
 			return err
 		}
 		for _, e := range resp.Executions {
-			if err := captureOne(ctx, c, dir, e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), runStatus(e.GetSearchAttributes().GetIndexedFields())); err != nil {
+			f := e.GetSearchAttributes().GetIndexedFields()
+			if err := captureOne(ctx, c, dir, e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), runStatus(f)+newChanges(f)); err != nil {
 				return err
 			}
 		}
@@ -82,6 +84,35 @@ func capturedTypes() string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// shapedChanges are the change ids whose histories were captured before
+// change ids became part of a shape: there a version marker counts only as
+// "version". Every later change id names itself in the shape (newChanges),
+// so the first runs of a new GetVersion branch are captured although the
+// activities they schedule are the same.
+var shapedChanges = []string{
+	workflows.ChangeAdmissionInWorkflow, workflows.ChangeEnclaveResumableSteps, workflows.ChangeGitHubBuild,
+	workflows.ChangeEnclaveSyncTasks, workflows.ChangeEnclaveAdmission, workflows.ChangeTopUpAdmission,
+	workflows.ChangeRenderLocalSteps,
+}
+
+// newChanges names the versions a history recorded (from the server's
+// TemporalChangeVersion attribute, "<change id>-<version>") of change ids
+// newer than shapedChanges, as a suffix of its status ("" for none).
+func newChanges(f map[string]*commonpb.Payload) string {
+	var recorded, added []string
+	_ = json.Unmarshal(f["TemporalChangeVersion"].GetData(), &recorded)
+	for _, cv := range recorded {
+		if !slices.ContainsFunc(shapedChanges, func(id string) bool { return strings.HasPrefix(cv, id+"-") }) {
+			added = append(added, cv)
+		}
+	}
+	if len(added) == 0 {
+		return ""
+	}
+	slices.Sort(added)
+	return "-" + strings.Join(added, "-")
 }
 
 // runStatus is a run's RunStatus, or an enclave's EnclaveStatus.

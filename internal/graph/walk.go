@@ -7,8 +7,8 @@ import (
 	"conduit/internal/errs"
 )
 
-// Walk is the order in which a graph is evaluated, by a run (the
-// PipelineRun workflow) and by an estimate alike: layer by layer
+// Walk is the order in which an estimate evaluates a graph (and runs
+// started before PipelineRun became a dataflow ran it): layer by layer
 // (Levels), each layer's nodes in graph order. visit is called for every
 // node of a layer, then settle (when not nil) once the whole layer has
 // been visited: a run starts a layer's model calls in visit and waits for
