@@ -539,14 +539,17 @@ func (r *runner) startNode(ctx workflow.Context, n *graph.Node) (modelCall, bool
 			NonRetryableErrorTypes: []string{activities.ErrTypeModelRequest},
 		}
 		gen := activities.GenerateInput{RunID: r.in.RunID, NodeID: id, Request: *step.Model, Stream: id == r.in.StreamNode}
+		// What the call is for, on its row in the Temporal UI.
+		summary := fmt.Sprintf("node %s: model %s", id, step.Model.Model)
 		if r.local && slices.Contains(r.in.InlineNodes, id) {
-			lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: r.in.ModelTimeout, RetryPolicy: retry})
+			lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: r.in.ModelTimeout, RetryPolicy: retry, Summary: summary})
 			return modelCall{id: id, future: workflow.ExecuteLocalActivity(lctx, ActGenerate, gen)}, true
 		}
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: r.in.ModelTimeout,
 			HeartbeatTimeout:    10 * time.Second,
 			RetryPolicy:         retry,
+			Summary:             summary,
 		})
 		return modelCall{id: id, future: workflow.ExecuteActivity(actx, ActGenerate, gen)}, true
 	case step.Generation != nil:
@@ -579,6 +582,7 @@ func (r *runner) generate(ctx workflow.Context, id string, req graph.GenerationR
 		HeartbeatTimeout:       beat,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3,
 			NonRetryableErrorTypes: []string{activities.ErrTypeGeneration}},
+		Summary: fmt.Sprintf("node %s: %s render", id, req.Kind),
 	})
 	return workflow.ExecuteActivity(actx, ActGenerateMedia, activities.GenerateMediaInput{
 		RunID: r.in.RunID, NodeID: id, ItemID: store.GeneratedItemID(r.in.RunID, id), Request: req,

@@ -98,10 +98,30 @@ type Admission struct {
 	Failed string
 }
 
+// RenderOutcome is a render's result as the workflow returns it, so the
+// Temporal UI shows on the workflow's page how the render ended. A failed
+// or refused render still completes: the platform handled it (nothing
+// charged, the retry open), so it is not a workflow failure for the
+// Failures view; RunStatus (error, partial, refused) finds them.
+type RenderOutcome struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
 // Render settles the payment (paid runs), records the run, renders the
 // file and records the outcome with its money: the price is captured on
 // success and released on failure, so a failed render is never charged.
-func Render(ctx workflow.Context, in RenderInput) error {
+func Render(ctx workflow.Context, in RenderInput) (RenderOutcome, error) {
+	out, err := renderRun(ctx, in)
+	if out.RunID == "" {
+		out.RunID = in.Run.RunID
+	}
+	return out, err
+}
+
+func renderRun(ctx workflow.Context, in RenderInput) (RenderOutcome, error) {
 	var admission *Admission
 	var admitErr error
 	if err := workflow.SetUpdateHandler(ctx, AdmissionUpdate, func(ctx workflow.Context) (Admission, error) {
@@ -114,11 +134,11 @@ func Render(ctx workflow.Context, in RenderInput) error {
 		}
 		return *admission, err
 	}); err != nil {
-		return err
+		return RenderOutcome{}, err
 	}
 	stage := StageSettling
 	if err := workflow.SetQueryHandler(ctx, StageQuery, func() (string, error) { return stage, nil }); err != nil {
-		return err
+		return RenderOutcome{}, err
 	}
 	// Let the admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
@@ -132,12 +152,19 @@ func Render(ctx workflow.Context, in RenderInput) error {
 	adm, err := admit(ctx, short, in)
 	if err != nil {
 		admitErr = err // the waiting update fails too, so the workflow can end
-		return err
+		return RenderOutcome{}, err
 	}
 	admission = &adm
 	if !adm.Accepted {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusRefused))
-		return nil
+		out := RenderOutcome{Status: StatusRefused, Reason: adm.PaymentReason, Error: adm.PaymentMessage}
+		switch {
+		case adm.Retry != nil:
+			out.Reason, out.Error = "retry_refused", adm.Retry.Error()
+		case adm.Failed != "":
+			out.Error = adm.Failed
+		}
+		return out, nil
 	}
 	// A retry learns its wallet only now, from the run it retries.
 	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrPayer.ValueSet(x402.DisplayAddress(adm.Run.Network, adm.Run.Payer)), AttrNetwork.ValueSet(adm.Run.Network))
@@ -181,9 +208,9 @@ func Render(ctx workflow.Context, in RenderInput) error {
 			RunID: in.Run.RunID, Status: "error", Reason: activities.ReasonRenderFailed, FailedStep: "record",
 			Error: "the render's outcome could not be recorded", Message: failureMessage(activities.ReasonRenderFailed), FinishedAt: res.FinishedAt,
 		}
-		return short.run(ActFinishRender, failed).Get(ctx, nil)
+		return RenderOutcome{Status: failed.Status, Reason: failed.Reason, Error: failed.Error}, short.run(ActFinishRender, failed).Get(ctx, nil)
 	}
-	return nil
+	return RenderOutcome{Status: res.Status, Reason: res.Reason, Error: res.Error}, nil
 }
 
 // shortSteps runs a render's short database steps: local activities
@@ -251,11 +278,12 @@ func render(ctx workflow.Context, short shortSteps, in RenderInput, stage *strin
 		StartToCloseTimeout:    in.Deadline + in.Collect,
 		HeartbeatTimeout:       in.HeartbeatTimeout,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second, MaximumAttempts: 3},
+		Summary:                in.Run.Kind + " render",
 	})
 	fut := workflow.ExecuteActivity(actx, ActRender, activities.RenderJob{RunID: in.Run.RunID, Kind: in.Run.Kind, Request: in.Run.Request})
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
-	deadline := workflow.NewTimer(timerCtx, in.Deadline)
+	deadline := workflow.NewTimerWithOptions(timerCtx, in.Deadline, workflow.TimerOptions{Summary: "deadline"})
 	done := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddFuture(fut, func(workflow.Future) { done = true })
@@ -277,7 +305,7 @@ func render(ctx workflow.Context, short shortSteps, in RenderInput, stage *strin
 
 func failureMessage(reason string) string {
 	if reason == activities.ReasonPromptRefused {
-		return "The model declined this prompt and nothing was charged; change the prompt and POST to retryUrl for one free retry."
+		return "The model declined this prompt. The render was not charged: your payment settled and its value is held as credit for this render's retry; change the prompt and POST to retryUrl to use it."
 	}
-	return "The render did not finish and nothing was charged; POST to retryUrl to render again on the credit this payment left."
+	return "The render did not finish. It was not charged: your payment settled and its value is held as credit for this render's retry; POST to retryUrl to render again at no further cost."
 }

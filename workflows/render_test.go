@@ -152,6 +152,11 @@ func TestRenderLateThenFailedIsPartial(t *testing.T) {
 	if f := e.finished[0]; f.Status != "partial" || f.Error != "the voice engine stopped" || f.FailedStep != "synthesize" || f.Message == "" {
 		t.Fatalf("%+v", f)
 	}
+	// The workflow's result names the outcome for the Temporal UI.
+	var out RenderOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || out != (RenderOutcome{RunID: "r1", Status: "partial", Reason: activities.ReasonRenderFailed, Error: "the voice engine stopped"}) {
+		t.Fatalf("result %+v, %v", out, err)
+	}
 }
 
 // A refused payment is answered as such and nothing runs.
@@ -161,6 +166,10 @@ func TestRenderRefusedPayment(t *testing.T) {
 	adm := e.run(t, renderInput(t, ""))
 	if adm["Accepted"] != false || adm["PaymentMessage"] != "invalid_payload: execution reverted" || len(e.finished) != 0 {
 		t.Fatalf("admission %v, finished %+v", adm, e.finished)
+	}
+	var out RenderOutcome
+	if err := e.GetWorkflowResult(&out); err != nil || out.Status != StatusRefused || out.Reason != "insufficient_funds" {
+		t.Fatalf("result %+v, %v", out, err)
 	}
 }
 
