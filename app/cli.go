@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +26,9 @@ type Command struct {
 	// (the dev command's play networks); the file and the environment
 	// still override them.
 	Defaults map[string]any
+	// Help, when set, is printed after the summary by "<command> --help":
+	// what the command needs (settings, variables) and does.
+	Help string
 }
 
 // Env is what every command gets: the loaded configuration and a logger.
@@ -68,12 +72,27 @@ func Main(name string, args []string, cmds map[string]Command) int {
 			fmt.Fprintf(fs.Output(), "  %-16s %s\n", n, cmds[n].Summary)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0 // -h/--help: usage on stderr, as flag prints it, and success
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return 2
+	}
+	// "help", "help <command>" and "<command> -h|--help|help" print usage on
+	// stdout and succeed, before any configuration is needed.
+	if fs.Arg(0) == "help" {
+		if fs.NArg() == 1 {
+			fs.SetOutput(os.Stdout)
+			fs.Usage()
+			return 0
+		}
+		return commandHelp(name, fs.Arg(1), cmds, fs)
+	}
+	if fs.NArg() > 1 && isHelp(fs.Arg(1)) {
+		return commandHelp(name, fs.Arg(0), cmds, fs)
 	}
 	cmd, ok := cmds[fs.Arg(0)]
 	if !ok {
@@ -93,9 +112,28 @@ func Main(name string, args []string, cmds map[string]Command) int {
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cmd.Run(ctx, &Env{Config: cfg, Log: log, Stdout: os.Stdout, Stdin: os.Stdin}, fs.Args()[1:]); err != nil {
+	if err := cmd.Run(ctx, &Env{Config: cfg, Log: log, Stdout: os.Stdout, Stdin: os.Stdin}, fs.Args()[1:]); errors.Is(err, flag.ErrHelp) {
+		return 0 // a subcommand's -h: its flags were printed
+	} else if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
+	}
+	return 0
+}
+
+func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help" }
+
+// commandHelp prints one command's usage on stdout.
+func commandHelp(name, command string, cmds map[string]Command, fs *flag.FlagSet) int {
+	cmd, ok := cmds[command]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "%s: unknown command %q\n", name, command)
+		fs.Usage()
+		return 2
+	}
+	fmt.Fprintf(os.Stdout, "usage: %s [-config file] %s\n\n%s\n", name, command, cmd.Summary)
+	if cmd.Help != "" {
+		fmt.Fprintf(os.Stdout, "\n%s\n", cmd.Help)
 	}
 	return 0
 }

@@ -12,6 +12,7 @@ import (
 	"conduit/internal/enclaves/lifecycle"
 	"conduit/internal/logging"
 	"conduit/internal/temporalx"
+	"conduit/workflows"
 )
 
 // enclaveCommand: the SRE's tools for enclave lifecycles (the runbook is
@@ -20,6 +21,13 @@ import (
 func enclaveCommand() Command {
 	return Command{
 		Summary: "enclave stuck [-for 10m] [-json] | enclave resume <id>",
+		Help: `stuck lists enclaves building or deploying for longer than -for, with the step each waits on,
+its attempt, next attempt and last failure; resume runs an enclave's waiting step now.
+Both talk to Temporal only (docs/operations.md, "Runbook: an enclave stuck building or deploying"):
+  CONDUIT_TEMPORAL_ADDRESS      temporal.address, host:port of the Temporal frontend
+  CONDUIT_TEMPORAL_NAMESPACE    temporal.namespace (default "default")
+  CONDUIT_TEMPORAL_CODEC_KEYS   temporal.codec_keys, the platform's payload codec keys (resume
+                                reads a sealed answer; without them it refuses before acting)`,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("enclave needs a subcommand: stuck or resume")
@@ -57,6 +65,11 @@ func enclaveCommand() Command {
 			case "resume":
 				if len(args) != 2 {
 					return fmt.Errorf("usage: enclave resume <enclave id>")
+				}
+				// Its answer is a sealed payload: say what is missing before
+				// retrying, not after (a retry that worked reported as failed).
+				if err := temporalx.RequireCodec(ctx, tc, workflows.EnclaveWorkflowID(args[1]), env.Config.Temporal.CodecKeys); err != nil {
+					return err
 				}
 				st, err := svc.RetryNow(ctx, args[1])
 				if errors.Is(err, lifecycle.ErrEnded) {

@@ -15,11 +15,13 @@ import (
 
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/crypto"
+	"go.temporal.io/sdk/client"
 
 	"conduit/app/apptest/wait"
 	"conduit/frontend"
 	"conduit/internal/config"
 	"conduit/internal/devstack/pg"
+	"conduit/workflows"
 )
 
 // The production binary (cmd/conduit, built here) never mounts the dev
@@ -89,6 +91,57 @@ func TestProductionBinaryHasNoDevToolsAndGuardsMainNetworks(t *testing.T) {
 			if len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
 				t.Fatalf("conduit %s: want one sentence naming the setting, got:\n%s", role, out)
 			}
+		}
+	})
+
+	t.Run("help is asked for and answered", func(t *testing.T) {
+		for _, args := range [][]string{{"help"}, {"--help"}, {"help", "enclave"}, {"enclave", "--help"}, {"enclave", "help"}, {"task", "-h"}} {
+			out, err := exec.Command(bin, args...).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "usage: conduit") {
+				t.Errorf("conduit %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		out, _ := exec.Command(bin, "enclave", "--help").CombinedOutput()
+		if !strings.Contains(string(out), "CONDUIT_TEMPORAL_CODEC_KEYS") || !strings.Contains(string(out), "CONDUIT_TEMPORAL_ADDRESS") {
+			t.Errorf("enclave --help does not name the variables it needs:\n%s", out)
+		}
+		if err := exec.Command(bin, "help", "nosuch").Run(); err == nil {
+			t.Error("help for an unknown command succeeded")
+		}
+	})
+
+	t.Run("resume without the codec keys refuses before acting", func(t *testing.T) {
+		// A lifecycle whose payloads are sealed (started by the platform's
+		// own client), on a queue no worker polls: nothing may reach it.
+		id := "enc_cli" + itoa(int(time.Now().UnixNano()%1e9))
+		run, err := env.Platform.Temporal.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+			ID: workflows.EnclaveWorkflowID(id), TaskQueue: "nobody-polls-" + id,
+		}, workflows.WfEnclave, map[string]string{"secret": "sealed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = env.Platform.Temporal.TerminateWorkflow(context.Background(), run.GetID(), "", "test over") }()
+		cmd := exec.Command(bin, "enclave", "resume", id)
+		cmd.Env = append(os.Environ(), "CONDUIT_TEMPORAL_ADDRESS="+env.Config.Temporal.Address, "CONDUIT_TEMPORAL_NAMESPACE="+env.Config.Temporal.Namespace)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "CONDUIT_TEMPORAL_CODEC_KEYS") || !strings.Contains(string(out), "nothing was done") {
+			t.Fatalf("resume without keys: %v\n%s", err, out)
+		}
+		// Nothing reached the workflow: its history is still its start.
+		it := env.Platform.Temporal.GetWorkflowHistory(context.Background(), run.GetID(), "", false, 0)
+		n := 0
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetWorkflowExecutionUpdateAcceptedEventAttributes() != nil || ev.GetWorkflowExecutionUpdateAdmittedEventAttributes() != nil {
+				t.Fatalf("an update reached the workflow: %v", ev)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatal("no history read")
 		}
 	})
 

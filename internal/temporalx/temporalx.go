@@ -81,3 +81,31 @@ func AskOpen(ctx context.Context, c client.Client, workflowID, query string, out
 	v, err := c.QueryWorkflow(qctx, workflowID, "", query)
 	return err == nil && v.Get(out) == nil
 }
+
+// ErrNeedCodecKeys: a command without the codec keys was about to act on a
+// workflow whose payloads are sealed, and could not have read the answer.
+var ErrNeedCodecKeys = errors.New("this workflow's payloads are sealed by the payload codec: set temporal.codec_keys (CONDUIT_TEMPORAL_CODEC_KEYS) to the platform's codec keys and run the command again; nothing was done")
+
+// RequireCodec checks, before a command acts on workflowID, that it can read
+// the workflow's payloads: with codec keys configured it always can;
+// without, only if the workflow's input is not sealed. A workflow that
+// does not exist passes (the command says so itself).
+func RequireCodec(ctx context.Context, c client.Client, workflowID, codecKeys string) error {
+	if codecKeys != "" {
+		return nil
+	}
+	ev, err := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).Next()
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading workflow %s: %w", workflowID, err)
+	}
+	for _, p := range ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads() {
+		if string(p.GetMetadata()["encoding"]) == codec.Encoding {
+			return ErrNeedCodecKeys
+		}
+	}
+	return nil
+}
