@@ -121,7 +121,9 @@ func Main(name string, args []string, cmds map[string]Command) int {
 	return 0
 }
 
-func isHelp(arg string) bool { return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help" }
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
 
 // commandHelp prints one command's usage on stdout.
 func commandHelp(name, command string, cmds map[string]Command, fs *flag.FlagSet) int {

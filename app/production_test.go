@@ -120,7 +120,9 @@ func TestProductionBinaryHasNoDevToolsAndGuardsMainNetworks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = env.Platform.Temporal.TerminateWorkflow(context.Background(), run.GetID(), "", "test over") }()
+		defer func() {
+			_ = env.Platform.Temporal.TerminateWorkflow(context.Background(), run.GetID(), "", "test over")
+		}()
 		cmd := exec.Command(bin, "enclave", "resume", id)
 		cmd.Env = append(os.Environ(), "CONDUIT_TEMPORAL_ADDRESS="+env.Config.Temporal.Address, "CONDUIT_TEMPORAL_NAMESPACE="+env.Config.Temporal.Namespace)
 		out, err := cmd.CombinedOutput()
