@@ -64,6 +64,9 @@ type Deps struct {
 // ChatPath is the chat-completions route.
 const ChatPath = "/api/pipelines/:id/chat/completions"
 
+// ModelsPath is OpenAI's models list beside ChatPath.
+const ModelsPath = "/api/pipelines/:id/models"
+
 // Server is the API server.
 type Server struct {
 	deps       Deps
@@ -243,6 +246,11 @@ func New(d Deps) *Server {
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		r.Handle(m, ChatPath, useShape(shapeOpenAI), chatMethodNotAllowed)
 	}
+	// OpenAI-compatible tools list models (relative to the chat base URL)
+	// before anything else: the account's published pipelines.
+	chatModels := []gin.HandlerFunc{useShape(shapeOpenAI), checkInput, s.authenticate, requireScope(apikey.PipelinesRun), s.loadPipeline}
+	r.GET(ModelsPath, append(chatModels, s.listModels)...)
+	r.GET(ModelsPath+"/:model", append(chatModels, s.getModel)...)
 
 	s.router = r
 	return s
