@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -255,6 +256,10 @@ func TestInsufficientCreditsIs402AndStartsNothing(t *testing.T) {
 	body := wantStatus(t, r, http.StatusPaymentRequired)
 	if body["code"] != "INSUFFICIENT_CREDITS" || body["balanceUsd"].(float64) != 0 || body["topUpUrl"] != env.URL+"/dashboard/credits" || !strings.HasPrefix(body["error"].(string), "insufficient credits") {
 		t.Fatalf("%v", body)
+	}
+	// The amount needed is a number too, the one the prose names.
+	if req, _ := body["requiredUsd"].(float64); req <= 0 || !strings.Contains(body["error"].(string), "up to "+strconv.FormatFloat(req, 'f', -1, 64)) {
+		t.Fatalf("requiredUsd %v beside %q", body["requiredUsd"], body["error"])
 	}
 	runs := wantStatus(t, do(t, "GET", "/api/pipelines/"+id+"/runs", key, nil), http.StatusOK)["runs"].([]any)
 	if len(runs) != 0 {

@@ -90,7 +90,7 @@ func (s *Service) retryRefused(k Kind, r *store.RetryRefusal) error {
 	switch r.Why {
 	case store.RetryInsufficient:
 		return &errs.Error{Kind: errs.PaymentRequired, Msg: "the wallet's balance no longer covers this retry; top up and try again",
-			Extra: map[string]any{"balanceUsd": r.Balance, "priceUsd": r.Price, "payUrl": s.BaseURL + payments.TopUpPath}}
+			Extra: map[string]any{"balanceUsd": r.Balance, "requiredUsd": r.Price, "priceUsd": r.Price, "payUrl": s.BaseURL + payments.TopUpPath}}
 	case store.RetryRetried:
 		return &errs.Error{Kind: errs.Conflict, Msg: "this run was already retried; each failed run can be retried once",
 			Extra: map[string]any{"retriedBy": map[string]any{"runId": r.RetriedBy, "statusUrl": s.statusURL(k, r.RetriedBy)}}}

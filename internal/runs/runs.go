@@ -257,7 +257,7 @@ func (s *Service) Start(ctx context.Context, account string, t *Target, rr Reque
 		return run, false, &errs.Error{
 			Kind: errs.PaymentRequired, Code: "INSUFFICIENT_CREDITS",
 			Msg:   "insufficient credits: this run may cost up to " + adm.Held.String() + " USD and the balance is " + adm.Balance.String() + " USD; top up to continue",
-			Extra: map[string]any{"balanceUsd": adm.Balance, "topUpUrl": s.TopUpURL},
+			Extra: map[string]any{"balanceUsd": adm.Balance, "requiredUsd": adm.Held, "topUpUrl": s.TopUpURL},
 		}
 	case adm.Conflict:
 		return run, false, errs.Conflictf("Idempotency-Key %q was already used on this pipeline with a different request (run %s); send a new key for a new request", rr.IdempotencyKey, adm.RunID)
