@@ -44,6 +44,10 @@ func (s *Server) mountDashboard(r *gin.Engine) {
 	app := newSPA()
 	s.spa = app
 	r.GET("/dashboard", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, DashboardPath) })
+	// The base URL is where people open the platform first: the dashboard.
+	// (302: the base URL may have a page of its own one day.)
+	r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusFound, DashboardPath) })
+	r.HEAD("/", func(c *gin.Context) { c.Redirect(http.StatusFound, DashboardPath) })
 	r.GET(DashboardPath, app.serveIndex)
 	r.HEAD(DashboardPath, app.serveIndex)
 	r.GET(DashboardPath+"assets/*file", app.serveAsset)

@@ -44,6 +44,13 @@ func TestDashboardAppIsServed(t *testing.T) {
 	if res, _ := fetch(t, "GET", "/dashboard"); res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/dashboard/" {
 		t.Errorf("GET /dashboard: %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
+	// The base URL opens the dashboard; /healthz and the API are untouched.
+	if res, _ := fetch(t, "GET", "/"); res.StatusCode != http.StatusFound || res.Header.Get("Location") != "/dashboard/" {
+		t.Errorf("GET /: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if res, _ := fetch(t, "GET", "/healthz"); res.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz: %d", res.StatusCode)
+	}
 
 	// The entry page names its script; it is served with its type and
 	// cached for good.
