@@ -172,12 +172,16 @@ func renderKinds(cfg config.Media) map[string]renderKind {
 		return out
 	}
 	var video []renderModel
+	heights := map[string]int{}
 	for _, v := range cfg.Video {
 		video = append(video, renderModel{id: v.ID, upstream: v.Upstream, refuse: v.Refuse, hosted: v.Provider == "queue"})
+		if v.Height > 0 {
+			heights[v.ID] = v.Height
+		}
 	}
 	return map[string]renderKind{
 		mediakind.Video: {models: video, renderers: func(filters map[string]*media.Filter, upstream map[string]string) (media.Renderer, media.Renderer) {
-			return &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters},
+			return &media.LocalVideo{FFmpeg: cfg.FFmpeg, Filters: filters, Heights: heights},
 				&media.QueueVideo{BaseURL: cfg.Queue.BaseURL, APIKey: cfg.Queue.APIKey, PollEvery: cfg.Queue.PollEvery, Models: upstream, Filters: filters}
 		}},
 		mediakind.Speech: {models: audio(cfg.Speech.Models), renderers: func(filters map[string]*media.Filter, upstream map[string]string) (media.Renderer, media.Renderer) {

@@ -1,6 +1,11 @@
 package app
 
 import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,5 +55,46 @@ func TestMediaRenderers(t *testing.T) {
 	cfg.Music.Models[0].Refuse = []string{"("}
 	if _, err := renderers(cfg); err == nil || !strings.HasPrefix(err.Error(), "media model m-local: ") {
 		t.Fatalf("a broken filter: %v", err)
+	}
+}
+
+// Every local video model makes the resolution its menu note sells ("768p"
+// → 768 lines; a note that names none gets 720p), read back with ffprobe.
+func TestLocalVideoMakesTheResolutionItSells(t *testing.T) {
+	for _, bin := range []string{"ffmpeg", "ffprobe"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is required (the test command installs it): %v", bin, err)
+		}
+	}
+	cfg, err := config.Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := renderers(cfg.Media)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sold := regexp.MustCompile(`\b(\d{3,4})p\b`)
+	for _, m := range cfg.Media.Video {
+		if m.Provider != "local" {
+			continue
+		}
+		want := 720
+		if s := sold.FindStringSubmatch(m.Note); s != nil {
+			want, _ = strconv.Atoi(s[1])
+		}
+		dir := t.TempDir()
+		res, err := out[m.ID].Render(context.Background(), media.Job{RunID: "res-" + m.ID, Kind: media.KindVideo, Model: m.ID, Prompt: "a lighthouse at dusk", Seconds: 1}, dir, func(string) {})
+		if err != nil {
+			t.Fatalf("%s: %v", m.ID, err)
+		}
+		probe, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", res.Path).Output()
+		if err != nil {
+			t.Fatalf("ffprobe %s: %v", m.ID, err)
+		}
+		var w, h int
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(probe)), "%d,%d", &w, &h); err != nil || h != want || w != (want*16/9+1)&^1 {
+			t.Errorf("%s is sold as %dp (%q) and renders %dx%d", m.ID, want, m.Note, w, h)
+		}
 	}
 }

@@ -103,6 +103,10 @@ type VideoModel struct {
 	Deadline time.Duration `mapstructure:"deadline"`
 	// Provider is "local" (ffmpeg) or "queue" (media.queue).
 	Provider string `mapstructure:"provider"`
+	// Height is the frame's short side in pixels (768 for "768p"), which
+	// the local renderer makes; 0 is 720. The note that sells it must say
+	// the same.
+	Height int `mapstructure:"height"`
 	// Upstream is the provider's model path (queue provider).
 	Upstream string `mapstructure:"upstream"`
 	// Refuse lists case-insensitive regular expressions the model's
@@ -163,7 +167,7 @@ var mediaDefaults = map[string]any{
 	"media.video": []map[string]any{
 		{"id": "lumen-h3", "label": "Lumen H3", "default": true, "first_frame": false,
 			"note":   "768p, native audio, fewest prompt refusals",
-			"prices": prices(5, "0.42", 10, "0.84", 15, "1.26"), "wait": "150s", "deadline": "300s", "provider": "local",
+			"prices": prices(5, "0.42", 10, "0.84", 15, "1.26"), "wait": "150s", "deadline": "300s", "provider": "local", "height": 768,
 			"refuse": []string{`\b(gore|beheading)\b`}},
 		{"id": "vista-3.1-lite", "label": "Vista 3.1 Lite", "first_frame": true,
 			"note":   "native audio, about a minute; a safety filter may return nothing for some prompts (uncharged, retryable)",
@@ -263,6 +267,9 @@ func (c *Config) validateMedia() []error {
 		}
 		if v.Wait <= 0 || v.Deadline <= 0 {
 			bad("%s: wait and deadline must be positive durations", where)
+		}
+		if v.Height != 0 && (v.Height < 144 || v.Height > 2160 || v.Height%2 != 0) {
+			bad("%s: height must be an even number of pixels from 144 to 2160, got %d", where, v.Height)
 		}
 		switch v.Provider {
 		case "local":

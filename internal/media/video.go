@@ -29,7 +29,10 @@ type LocalVideo struct {
 	// Width and Height of the 16:9 frame (9:16 swaps them); default
 	// 1280x720. Odd sizes are rounded down to even (yuv420p needs it).
 	Width, Height int
-	FPS           int // default 24
+	// Heights overrides the frame's short side by model (768 for a model
+	// sold as 768p); the long side follows at 16:9, rounded to even.
+	Heights map[string]int
+	FPS     int // default 24
 	// FontFile is the title font; "" finds one at run time (fontconfig's
 	// sans, else DejaVuSans.ttf under /usr/share/fonts).
 	FontFile string
@@ -60,6 +63,9 @@ func (l *LocalVideo) Render(ctx context.Context, job Job, workdir string, progre
 	w, h := l.Width&^1, l.Height&^1
 	if w <= 0 || h <= 0 {
 		w, h = 1280, 720
+	}
+	if mh := l.Heights[job.Model] &^ 1; mh > 0 {
+		w, h = (mh*16/9+1)&^1, mh
 	}
 	w, h, _ = aspect(job.AspectRatio, w, h)
 	fps := l.FPS
