@@ -20,17 +20,32 @@ import (
 // service the admin API uses (without its store).
 func enclaveCommand() Command {
 	return Command{
-		Summary: "enclave stuck [-for 10m] [-json] | enclave resume <id>",
+		Summary: "enclave stuck [-for 10m] [-json] | enclave resume <id> | enclave push <image.tar|dir> <ref>",
 		Help: `stuck lists enclaves building or deploying for longer than -for, with the step each waits on,
 its attempt, next attempt and last failure; resume runs an enclave's waiting step now.
 Both talk to Temporal only (docs/operations.md, "Runbook: an enclave stuck building or deploying"):
   CONDUIT_TEMPORAL_ADDRESS      temporal.address, host:port of the Temporal frontend
   CONDUIT_TEMPORAL_NAMESPACE    temporal.namespace (default "default")
   CONDUIT_TEMPORAL_CODEC_KEYS   temporal.codec_keys, the platform's payload codec keys (resume
-                                reads a sealed answer; without them it refuses before acting)`,
+                                reads a sealed answer; without them it refuses before acting)
+push uploads an image (a docker save tarball or an OCI layout directory) to a registry, e.g. the
+dev command's: conduit enclave push app.tar 127.0.0.1:5050/app:1 (registry credentials from the
+docker config, as docker and crane read them; loopback registries over plain HTTP).`,
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			if len(args) == 0 {
-				return fmt.Errorf("enclave needs a subcommand: stuck or resume")
+				return fmt.Errorf("enclave needs a subcommand: stuck, resume or push")
+			}
+			if args[0] == "push" {
+				// A registry client, not an operator tool: no Temporal.
+				if len(args) != 3 {
+					return fmt.Errorf("usage: enclave push <image.tar | oci-layout-dir> <registry/repository:tag>")
+				}
+				digest, err := pushImage(ctx, args[1], args[2])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "pushed %s@%s\n", args[2], digest)
+				return nil
 			}
 			if env.Config.Temporal.Address == "" {
 				return fmt.Errorf("temporal.address (CONDUIT_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) is required: the dev command prints its Temporal address in its banner")

@@ -37,7 +37,10 @@ func Command() app.Command {
 	return app.Command{
 		Summary: "start everything on embedded defaults (PostgreSQL, Temporal + UI, worker, API)",
 		Run:     run,
-		Defaults: map[string]any{"x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork,
+		// Enclaves (and the tasks that call them) are on whenever the
+		// sandbox can run here: localEnclaves turns them off, saying why,
+		// when it cannot.
+		Defaults: map[string]any{"enclaves.enabled": true, "x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork,
 			"x402.solana_rpc_addr": DefaultSolanaRPCAddr},
 	}
 }
@@ -87,7 +90,7 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	renderTools(cfg, env.Log)
-	registry, err := localEnclaves(cfg, dataDir)
+	registry, enclavesOff, err := localEnclaves(cfg, dataDir, env.Log)
 	if err != nil {
 		return err
 	}
@@ -109,13 +112,17 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	banner(env, p, dataDir, stack, key, password, time.Since(started))
-	if registry != nil {
-		fmt.Fprintf(env.Stdout, "  enclaves      %s/api/enclaves (registry for your images: %s, push with e.g. crane push app.tar %s/app:1)\n",
-			env.Config.BaseURL(), registry.Host, registry.Host)
-		fmt.Fprintf(env.Stdout, "                github sources: cloned from %s, built with the go on PATH, pushed to %s\n",
+	var encl strings.Builder
+	if registry == nil {
+		fmt.Fprintf(&encl, "  enclaves      off, and scheduled tasks with them: %s\n", enclavesOff)
+	} else {
+		fmt.Fprintf(&encl, "  enclaves      %s/api/enclaves, tasks %s/api/tasks (registry for your images: %s; push one with\n",
+			cfg.BaseURL(), cfg.BaseURL(), registry.Host)
+		fmt.Fprintf(&encl, "                go run . enclave push app.tar %s/app:1 — a docker save tarball or an OCI layout dir)\n", registry.Host)
+		fmt.Fprintf(&encl, "                github sources: cloned from %s, built with the go on PATH, pushed to %s\n",
 			cfg.Enclaves.GitBaseURL, cfg.Enclaves.BuildRegistry)
 	}
+	banner(env, p, dataDir, stack, key, password, encl.String(), time.Since(started))
 	return p.Run(ctx, app.Roles{Frontend: true, Worker: true, DevTools: true}, ln)
 }
 
@@ -139,7 +146,7 @@ func stackOptions(cfg *config.Config, dataDir string, log *slog.Logger) devstack
 	}
 }
 
-func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key, password string, took time.Duration) {
+func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, key, password, enclaves string, took time.Duration) {
 	w := env.Stdout
 	fmt.Fprintf(w, "\nconduit dev is up (%s)\n", took.Round(time.Millisecond))
 	fmt.Fprintf(w, "  API           %s   (health: %s/healthz)\n", env.Config.BaseURL(), env.Config.BaseURL())
@@ -179,6 +186,7 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 			}
 		}
 	}
+	fmt.Fprint(w, enclaves)
 	fmt.Fprintf(w, "Press Ctrl-C to stop everything; data is kept for the next start.\n\n")
 }
 
@@ -343,13 +351,18 @@ func localMedia(cfg *config.Config, dataDir string) error {
 	return nil
 }
 
-// localEnclaves, when enclaves.enabled, keeps the enclaves' files in the
-// data folder and serves an embedded OCI registry on loopback
-// (dev.registry_port; blobs in the data folder) to push images to, and
-// that github builds push to (enclaves.build_registry, unless set).
-func localEnclaves(cfg *config.Config, dataDir string) (*local.Registry, error) {
+// localEnclaves, when enclaves.enabled (the dev command's default) and
+// the sandbox can run, keeps the enclaves' files in the data folder and
+// serves an embedded OCI registry on loopback (dev.registry_port; blobs in
+// the data folder) to push images to, and that github builds push to
+// (enclaves.build_registry, unless set). When they are off it says why.
+func localEnclaves(cfg *config.Config, dataDir string, log *slog.Logger) (*local.Registry, string, error) {
 	if !cfg.Enclaves.Enabled {
-		return nil, nil
+		return nil, "enclaves.enabled (CONDUIT_ENCLAVES_ENABLED) is false", nil
+	}
+	if why := sandboxMissing(cfg, log); why != "" {
+		cfg.Enclaves.Enabled = false
+		return nil, why, nil
 	}
 	if !filepath.IsAbs(cfg.Enclaves.DataDir) {
 		cfg.Enclaves.DataDir = filepath.Join(dataDir, "enclaves")
@@ -362,12 +375,32 @@ func localEnclaves(cfg *config.Config, dataDir string) (*local.Registry, error) 
 		BlobDir: filepath.Join(dataDir, "registry"),
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// github sources are built and pushed to the same registry unless
 	// another is configured.
 	if cfg.Enclaves.BuildRegistry == "" {
 		cfg.Enclaves.BuildRegistry = reg.Host + "/builds"
 	}
-	return reg, nil
+	return reg, "", nil
+}
+
+// sandboxMissing says why the local provider's sandbox (bubblewrap) cannot
+// run here, "" when it can. Bubblewrap is installed like PostgreSQL when
+// the dev command may install packages (root on Debian/Ubuntu), and then
+// asked to make a sandbox, since containers may forbid the namespaces.
+func sandboxMissing(cfg *config.Config, log *slog.Logger) string {
+	const bwrap = "bwrap" // as the local provider runs it
+	if _, err := exec.LookPath(bwrap); err != nil && cfg.Dev.InstallPostgres {
+		if err := apt.Install(log, "bubblewrap"); err != nil && !errors.Is(err, apt.ErrCannot) {
+			log.Warn("installing bubblewrap failed", "err", err)
+		}
+	}
+	if _, err := exec.LookPath(bwrap); err != nil {
+		return "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap), so the local sandbox cannot run"
+	}
+	if out, err := exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--dev", "/dev", "--proc", "/proc", "true").CombinedOutput(); err != nil {
+		return fmt.Sprintf("bubblewrap cannot make a sandbox on this machine (%s), so the local sandbox cannot run", strings.TrimSpace(string(out)+" "+err.Error()))
+	}
+	return ""
 }

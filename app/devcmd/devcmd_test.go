@@ -59,9 +59,10 @@ func TestMain(m *testing.M) {
 // UI, stop cleanly on Ctrl-C (SIGINT) and keep its data for the next start.
 func TestDevCommandEndToEnd(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	ports := freePorts(t, 5)
+	ports := freePorts(t, 6)
 	envVars := append(os.Environ(),
 		"CONDUIT_X402_SOLANA_RPC_ADDR=127.0.0.1:"+strconv.Itoa(ports[4]),
+		"CONDUIT_DEV_REGISTRY_PORT="+strconv.Itoa(ports[5]),
 		"CONDUIT_DEV_DATA_DIR="+dataDir,
 		"CONDUIT_HTTP_ADDR=127.0.0.1:"+strconv.Itoa(ports[0]),
 		"CONDUIT_DEV_POSTGRES_PORT="+strconv.Itoa(ports[1]),
@@ -123,6 +124,23 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	}
 	if bal := balanceOf(t, api, m[2]); bal != "57.5" {
 		t.Fatalf("after one pack recorded twice: %s", bal)
+	}
+	// Enclaves and tasks are on wherever the sandbox runs (the test
+	// command installs bubblewrap), with a registry to push to.
+	if !strings.Contains(banner, "go run . enclave push app.tar 127.0.0.1:"+strconv.Itoa(ports[5])+"/app:1") {
+		t.Errorf("the banner offers no way to push an image:\n%s", banner)
+	}
+	for _, path := range []string{"/api/enclaves", "/api/tasks"} {
+		req, _ := http.NewRequest("GET", api+path, nil)
+		req.Header.Set("Authorization", "Bearer "+devKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s under the dev command: %d, want 200", path, resp.StatusCode)
+		}
 	}
 	playNetworks(t, banner, api)
 	if want := "Solana RPC    http://127.0.0.1:" + strconv.Itoa(ports[4]); !strings.Contains(banner, want) {
