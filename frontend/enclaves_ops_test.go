@@ -1,10 +1,8 @@
 package frontend_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -16,7 +14,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"conduit/app"
 	"conduit/app/apptest"
 	"conduit/workflows"
 )
@@ -59,6 +56,7 @@ func admin(t *testing.T, method, path string) *apptest.Response {
 // enclave, one image, one deployment.
 func TestEnclaveStuckDeploymentIsResumed(t *testing.T) {
 	env.RequireEnclaves(t)
+	productionBinary(t) // built before the clock below matters
 	reg := newFlakyRegistry(t, env.Registry)
 	env.PushEnclaveApp(t, "stuck/echo", "v1")
 	ref := reg.host() + "/stuck/echo:v1"
@@ -114,13 +112,18 @@ func TestEnclaveStuckDeploymentIsResumed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("next attempt: %v", err)
 	}
-	var out bytes.Buffer
-	cfg := *env.Config
-	if err := app.ProductionCommands()["enclave"].Run(context.Background(), &app.Env{Config: &cfg, Log: slog.New(slog.DiscardHandler), Stdout: &out}, []string{"resume", id}); err != nil {
-		t.Fatalf("conduit enclave resume: %v", err)
+	// The runbook's own commands, exactly as docs/operations.md writes
+	// them, with exactly the variables it exports.
+	rb := readRunbook(t, "Runbook: an enclave stuck building or deploying")
+	if len(rb.commands) != 2 || !strings.HasPrefix(rb.commands[0], "conduit enclave stuck") || !strings.HasPrefix(rb.commands[1], "conduit enclave resume") {
+		t.Fatalf("the runbook's commands changed: %q", rb.commands)
 	}
-	if !strings.Contains(out.String(), workflows.ActEnclavePrepare+" retried now") {
-		t.Fatalf("resume said %q", out.String())
+	if out, err := rb.run(t, rb.commands[0], id); err != nil || !strings.Contains(out, "building or deploying") && !strings.Contains(out, id) {
+		t.Fatalf("%s: %v\n%s", rb.commands[0], err, out)
+	}
+	out, err := rb.run(t, rb.commands[1], id)
+	if err != nil || !strings.Contains(out, workflows.ActEnclavePrepare+" retried now") {
+		t.Fatalf("%s: %v\n%s", rb.commands[1], err, out)
 	}
 	waitEnclave(t, key, id, "DEPLOYED", time.Minute)
 	if time.Now().After(next) {
