@@ -76,7 +76,7 @@ type ConsentView struct {
 	// Grant are the scopes the human may grant (a box each), Lacking those
 	// their login cannot, Unused those the tool server has no use for.
 	Grant, Lacking, Unused []ScopeView
-	Params                             []ParamView
+	Params                 []ParamView
 }
 
 // MessageView is a page that says one thing.
