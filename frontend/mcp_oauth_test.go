@@ -1,7 +1,9 @@
 package frontend_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -25,6 +27,8 @@ type tokenLog struct {
 	mu     sync.Mutex
 	grants []string
 	bearer string
+	// scope is what the last token answer granted.
+	scope string
 }
 
 func (l *tokenLog) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -41,7 +45,19 @@ func (l *tokenLog) RoundTrip(r *http.Request) (*http.Response, error) {
 		l.bearer = strings.TrimPrefix(h, "Bearer ")
 		l.mu.Unlock()
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, "/oauth/token") {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		var answer struct{ Scope string }
+		if json.Unmarshal(b, &answer) == nil && answer.Scope != "" {
+			l.mu.Lock()
+			l.scope = answer.Scope
+			l.mu.Unlock()
+		}
+	}
+	return resp, err
 }
 
 func (l *tokenLog) count(grant string) int {
@@ -262,5 +278,22 @@ func TestToolServerAnswersBrowsers(t *testing.T) {
 	if r.Status != http.StatusUnauthorized || r.Header.Get("Access-Control-Allow-Origin") != "*" ||
 		!strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "WWW-Authenticate") || r.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("401 to a browser: %d %v", r.Status, r.Header)
+	}
+}
+
+// The official Go MCP client, knowing only the URL, asks for what the 401
+// names; with the consent page left as it is, a human who could grant
+// every scope grants the tool server's defaults only, and the token works
+// at the tool server only.
+func TestMCPOverOAuthGrantIsTheToolServers(t *testing.T) {
+	_, email, password := env.NewLogin(t)
+	log := &tokenLog{}
+	cs := connectWithOAuth(t, env.URL, email, password, log)
+	if log.scope != strings.Join(oauth.DefaultScopes(), " ") {
+		t.Fatalf("granted %q", log.scope)
+	}
+	toolErr(t, cs, "create_api_key", map[string]any{"name": "not granted"}, "keys:manage")
+	if s := bearerStatus(t, env.URL, "/api/enclaves", log.bearer); s != http.StatusUnauthorized {
+		t.Fatalf("the token outside the tool server: %d", s)
 	}
 }
