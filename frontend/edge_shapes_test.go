@@ -86,6 +86,11 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 		if r := env.Do(t, "GET", "/api/v1/tools", nil, "Authorization", scheme+" "+key); r.Status != http.StatusOK {
 			t.Errorf("tools with %q: %d %s", scheme, r.Status, r.Body)
 		}
+		// The tool server (the MCP SDK reads the header a second time).
+		initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		if r := env.Do(t, "POST", "/api/mcp", initialize, "Authorization", scheme+" "+key, "Content-Type", "application/json", "Accept", "application/json, text/event-stream"); r.Status != http.StatusOK {
+			t.Errorf("MCP with %q: %d %s", scheme, r.Status, r.Body)
+		}
 	}
 	// Another scheme, or the token alone, is still refused.
 	for _, h := range []string{"Basic " + apptest.AdminToken, apptest.AdminToken, "Bearer", "Bearer wrong"} {
