@@ -79,6 +79,18 @@ func TestOAuthConsentNarrowsTheGrant(t *testing.T) {
 		t.Fatalf("widened scope %v", tok.Extra("scope"))
 	}
 
+	// The token is refused away from the tool server in each route's own
+	// shape: chat completions (OpenAI's) and the x402 top-up (which reads
+	// a bearer itself) included.
+	chat := do(t, "POST", "/api/pipelines/pl_x/chat/completions", tok.AccessToken, map[string]any{"messages": []any{}})
+	if e, _ := chat.JSON(t)["error"].(map[string]any); chat.Status != http.StatusUnauthorized || !strings.Contains(e["message"].(string), "issued for the tool server") {
+		t.Fatalf("chat completions: %d %s", chat.Status, chat.Body)
+	}
+	topUp := do(t, "POST", "/api/billing/credits/x402", tok.AccessToken, nil)
+	if msg, _ := topUp.JSON(t)["error"].(string); topUp.Status != http.StatusUnauthorized || !strings.Contains(msg, "issued for the tool server") {
+		t.Fatalf("top-up: %d %s", topUp.Status, topUp.Body)
+	}
+
 	// Nothing left ticked: Allow grants nothing, the client is told so.
 	az = a.start()
 	back = decideGranting(t, b, consentPage(t, b, az, email, password), "approve", nil)
