@@ -3,7 +3,6 @@ package frontend
 import (
 	"crypto/subtle"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,7 +20,7 @@ func (s *Server) mountAdmin(r gin.IRoutes) {
 		return
 	}
 	admin := func(c *gin.Context) {
-		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+		got, ok := bearerToken(c.GetHeader("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 			c.Header("WWW-Authenticate", `Bearer realm="conduit-admin"`)
 			fail(c, errs.Unauthorizedf("the operator routes need the admin token (admin.token) as a bearer token"))

@@ -32,7 +32,14 @@ func (s *Server) authenticate(c *gin.Context) {
 			return
 		}
 	}
-	p, err := s.deps.Accounts.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
+	// An OAuth access token is good only at the resource it was issued for
+	// (RFC 8707): the tool server and its mirror say that is where the
+	// request is; everywhere else a token is refused, saying why.
+	ctx := c.Request.Context()
+	if s.deps.OAuth != nil && onToolServer(c.Request.URL.Path) {
+		ctx = oauth.AtResource(ctx, s.deps.OAuth.Resource())
+	}
+	p, err := s.deps.Accounts.Authenticate(ctx, c.GetHeader("Authorization"))
 	if err != nil {
 		fail(c, err)
 		return
@@ -76,11 +83,29 @@ func principal(c *gin.Context) accounts.Principal {
 // answer any origin) nor chat completions (an OpenAI-compatible client's
 // route). Pay-per-call and x402 top-up routes do not authenticate here.
 func cookieAllowed(c *gin.Context) bool {
-	p := c.Request.URL.Path
+	return !onToolServer(c.Request.URL.Path) && c.FullPath() != ChatPath
+}
+
+// onToolServer: path is the tool server's or its mirror's.
+func onToolServer(path string) bool {
 	for _, prefix := range challengedPaths {
-		if p == prefix || strings.HasPrefix(p, prefix+"/") {
-			return false
+		if path == prefix || strings.HasPrefix(path, prefix+"/") {
+			return true
 		}
 	}
-	return c.FullPath() != ChatPath
+	return false
+}
+
+// bearerToken is the credential of an Authorization header in the Bearer
+// scheme, whose name is case-insensitive (RFC 7235 §2.1: "bearer" and
+// "BEARER" are Bearer too), as accounts.Service.Authenticate reads it.
+// Every bearer check of this package reads the header through here or
+// through Authenticate.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
 }

@@ -35,14 +35,17 @@ func TestBearerChallengeOnToolServerPaths(t *testing.T) {
 	r.GET("/api/account/balance", s.authenticate, ok)
 
 	meta := `resource_metadata="https://api.example.test/.well-known/oauth-protected-resource/api/mcp"`
+	// A 401 names the scopes the tool server asks for (the MCP
+	// authorization spec), so a client asks for those and no more.
+	scope := `scope="media:read media:write pipelines:read pipelines:run pipelines:write", `
 	for _, c := range []struct {
 		method, path, auth string
 		status             int
 		challenge          string
 	}{
-		{"POST", "/api/mcp", "", 401, "Bearer " + meta},
-		{"POST", "/api/mcp", "Bearer ory_at_forged.token", 401, `Bearer error="invalid_token", ` + meta},
-		{"POST", "/api/v1/tools/list_pipelines", "Bearer cnd_nope", 401, `Bearer error="invalid_token", ` + meta},
+		{"POST", "/api/mcp", "", 401, "Bearer " + scope + meta},
+		{"POST", "/api/mcp", "Bearer ory_at_forged.token", 401, `Bearer error="invalid_token", ` + scope + meta},
+		{"POST", "/api/v1/tools/list_pipelines", "Bearer cnd_nope", 401, `Bearer error="invalid_token", ` + scope + meta},
 		{"POST", "/api/v1/tools/scoped/run_pipeline", "", 403, `Bearer error="insufficient_scope", scope="pipelines:run", ` + meta},
 		{"GET", "/api/account/balance", "", 401, ""},
 	} {

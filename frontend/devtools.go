@@ -51,7 +51,12 @@ const CodecPath = "/dev/temporal-codec"
 
 // mountCodec serves the codec endpoint to the Temporal UI in the browser:
 // dev tools only, and only to pages on this machine (the UI is on
-// loopback), since whoever reaches it reads every sealed payload.
+// loopback), since whoever reaches it reads every sealed payload. A
+// request must come over the loopback interface (the TCP peer, whatever
+// a proxy header says) and name a page on this machine as its Origin,
+// which a browser always sends on the UI's cross-origin calls: a caller
+// with no Origin (a script, another process) or a page elsewhere is
+// refused.
 func (s *Server) mountCodec(r *gin.Engine) {
 	cd, err := codec.Parse(s.deps.Config.Temporal.CodecKeys)
 	if err != nil {
@@ -60,16 +65,15 @@ func (s *Server) mountCodec(r *gin.Engine) {
 	h := http.StripPrefix(CodecPath, converter.NewPayloadCodecHTTPHandler(cd))
 	r.Any(CodecPath+"/*op", func(c *gin.Context) {
 		origin := c.GetHeader("Origin")
-		if u, err := url.Parse(origin); origin != "" && (err != nil || !loopback(u.Hostname())) {
-			fail(c, errs.Forbiddenf("the codec answers pages on this machine only"))
+		peer, _, _ := net.SplitHostPort(c.Request.RemoteAddr)
+		if u, err := url.Parse(origin); origin == "" || err != nil || !loopback(u.Hostname()) || !loopback(peer) {
+			fail(c, errs.Forbiddenf("the codec answers the Temporal UI in a browser on this machine only (a loopback Origin over the loopback interface)"))
 			return
 		}
-		if origin != "" {
-			c.Header("Access-Control-Allow-Origin", origin)
-			c.Header("Access-Control-Allow-Methods", "POST, OPTIONS")
-			c.Header("Access-Control-Allow-Headers", "Content-Type, X-Namespace")
-			c.Header("Vary", "Origin")
-		}
+		c.Header("Access-Control-Allow-Origin", origin)
+		c.Header("Access-Control-Allow-Methods", "POST, OPTIONS")
+		c.Header("Access-Control-Allow-Headers", "Content-Type, X-Namespace")
+		c.Header("Vary", "Origin")
 		if c.Request.Method == http.MethodOptions {
 			c.Status(http.StatusNoContent)
 			return

@@ -12,6 +12,7 @@ import (
 	"conduit/frontend/pages"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
+	"conduit/internal/oauth"
 	"conduit/internal/x402"
 )
 
@@ -270,11 +271,11 @@ const challengeKey = "conduit.bearerChallenge"
 func (s *Server) challenged(c *gin.Context) {
 	for _, prefix := range challengedPaths {
 		if p := c.Request.URL.Path; p == prefix || strings.HasPrefix(p, prefix+"/") {
-			meta := ""
+			var ch toolChallenge
 			if s.deps.OAuth != nil {
-				meta = s.deps.OAuth.ResourceMetadataURL()
+				ch = toolChallenge{meta: s.deps.OAuth.ResourceMetadataURL(), scope: strings.Join(oauth.DefaultScopes(), " ")}
 			}
-			c.Set(challengeKey, meta)
+			c.Set(challengeKey, ch)
 			// Browser-based MCP clients (the MCP Inspector's direct mode)
 			// call these routes cross-origin. They authenticate with a
 			// bearer header, never cookies, so any origin may read the
@@ -287,6 +288,12 @@ func (s *Server) challenged(c *gin.Context) {
 	c.Next()
 }
 
+// toolChallenge is what a challenge on the tool server names: where its
+// Protected Resource Metadata is, and the scopes it asks for on a 401 (the
+// MCP authorization spec: a client asks for those, not every scope the
+// authorization server knows). Both empty without OAuth.
+type toolChallenge struct{ meta, scope string }
+
 // bearerChallenge sets WWW-Authenticate on a challenged request; scope,
 // when set, is the scope a 403 found missing.
 func bearerChallenge(c *gin.Context, scope string) {
@@ -294,6 +301,7 @@ func bearerChallenge(c *gin.Context, scope string) {
 	if !ok {
 		return
 	}
+	ch, _ := v.(toolChallenge)
 	var params []string
 	switch {
 	case scope != "":
@@ -301,8 +309,11 @@ func bearerChallenge(c *gin.Context, scope string) {
 	case c.GetHeader("Authorization") != "":
 		params = append(params, `error="invalid_token"`)
 	}
-	if meta, _ := v.(string); meta != "" {
-		params = append(params, fmt.Sprintf("resource_metadata=%q", meta))
+	if scope == "" && ch.scope != "" {
+		params = append(params, fmt.Sprintf("scope=%q", ch.scope))
+	}
+	if ch.meta != "" {
+		params = append(params, fmt.Sprintf("resource_metadata=%q", ch.meta))
 	}
 	h := "Bearer"
 	if len(params) > 0 {

@@ -1,10 +1,13 @@
 package frontend_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"conduit/internal/config"
+	"conduit/internal/oauth"
 )
 
 // tokenLog records what an assistant's HTTP client asks the token
@@ -23,6 +27,8 @@ type tokenLog struct {
 	mu     sync.Mutex
 	grants []string
 	bearer string
+	// scope is what the last token answer granted.
+	scope string
 }
 
 func (l *tokenLog) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -39,7 +45,19 @@ func (l *tokenLog) RoundTrip(r *http.Request) (*http.Response, error) {
 		l.bearer = strings.TrimPrefix(h, "Bearer ")
 		l.mu.Unlock()
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && strings.HasSuffix(r.URL.Path, "/oauth/token") {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		var answer struct{ Scope string }
+		if json.Unmarshal(b, &answer) == nil && answer.Scope != "" {
+			l.mu.Lock()
+			l.scope = answer.Scope
+			l.mu.Unlock()
+		}
+	}
+	return resp, err
 }
 
 func (l *tokenLog) count(grant string) int {
@@ -57,8 +75,10 @@ func (l *tokenLog) count(grant string) int {
 // connectWithOAuth connects the official Go MCP client to base's tool
 // server with nothing but its URL: the client meets the 401, discovers the
 // authorization server, registers itself, and sends the human's browser
-// through sign-in and consent (PKCE S256, the resource bound).
-func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog) *mcp.ClientSession {
+// through sign-in and consent (PKCE S256, the resource bound). The client
+// asks for the scopes the 401 names plus extra; the human leaves the
+// consent page's defaults ticked and ticks extra too.
+func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog, extra ...string) *mcp.ClientSession {
 	t.Helper()
 	b := newBrowser(t, base)
 	httpClient := &http.Client{Transport: log, Timeout: 60 * time.Second}
@@ -69,6 +89,7 @@ func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog)
 		}},
 		RedirectURL:         callback,
 		RequestRefreshToken: true,
+		ScopeFilter:         func(discovered []string) []string { return append(discovered, extra...) },
 		Client:              httpClient,
 		AuthorizationCodeFetcher: func(_ context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 			u, err := url.Parse(args.URL)
@@ -76,15 +97,23 @@ func connectWithOAuth(t *testing.T, base, email, password string, log *tokenLog)
 				return nil, err
 			}
 			q := u.Query()
-			if q.Get("code_challenge_method") != "S256" || q.Get("resource") != base+"/api/mcp" {
+			// The client asks for what the 401 named (and extra), not for
+			// every scope the authorization server knows.
+			asked := strings.Fields(q.Get("scope"))
+			slices.Sort(asked)
+			want := slices.Sorted(slices.Values(append(oauth.DefaultScopes(), extra...)))
+			if q.Get("code_challenge_method") != "S256" || q.Get("resource") != base+"/api/mcp" || !slices.Equal(asked, want) {
 				t.Errorf("the client's authorization request: %s", args.URL)
 			}
 			consent := consentPage(t, b, authorization{url: args.URL}, email, password)
 			if !strings.Contains(consent.body, "Desk Assistant") {
 				t.Errorf("the consent page does not name the client: %.600s", consent.body)
 			}
-			back := decide(t, b, consent, "approve")
-			return &auth.AuthorizationResult{Code: back.Query().Get("code"), State: back.Query().Get("state")}, nil
+			back := decideGranting(t, b, consent, "approve", append(consent.ticked(), extra...))
+			if back.Query().Get("iss") != base {
+				t.Errorf("the answer does not name its issuer (RFC 9207): %s", back)
+			}
+			return &auth.AuthorizationResult{Code: back.Query().Get("code"), State: back.Query().Get("state"), Iss: back.Query().Get("iss")}, nil
 		},
 	})
 	if err != nil {
@@ -114,7 +143,8 @@ func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
 	base := startOAuthServerAt(t, func(c *config.Config) { c.OAuth.AccessTokenTTL = 2 * time.Second }, clock.Now)
 	_, email, password := env.NewLogin(t, "pipelines:read", "pipelines:write", "pipelines:run", "keys:manage", "media:read", "media:write")
 	log := &tokenLog{}
-	cs := connectWithOAuth(t, base, email, password, log)
+	// The human ticks keys:manage as well (create_api_key below needs it).
+	cs := connectWithOAuth(t, base, email, password, log, "keys:manage")
 	if log.count("authorization_code") != 1 {
 		t.Fatalf("token requests: %v", log.grants)
 	}
@@ -211,7 +241,15 @@ func TestMCPOverOAuthWithTheOfficialClient(t *testing.T) {
 // tool error naming the missing scope, and nothing runs.
 func TestMCPOverOAuthMissingScopeIsAToolError(t *testing.T) {
 	_, email, password := env.NewLogin(t, "pipelines:read")
-	cs := connectWithOAuth(t, env.URL, email, password, &tokenLog{})
+	log := &tokenLog{}
+	cs := connectWithOAuth(t, env.URL, email, password, log)
+	// The token works at the tool server only.
+	if s := bearerStatus(t, env.URL, "/api/account/balance", log.bearer); s != http.StatusUnauthorized {
+		t.Fatalf("the token outside the tool server: %d", s)
+	}
+	if s := bearerStatus(t, env.URL, toolRoute, log.bearer); s != http.StatusOK {
+		t.Fatalf("the token on the tool server's mirror: %d", s)
+	}
 	toolErr(t, cs, "run_pipeline", map[string]any{"pipelineId": "pl_unknown", "inputs": map[string]any{"q": "x"}}, "pipelines:run")
 	if l := toolOK(t, cs, "list_pipelines", map[string]any{}); len(l["pipelines"].([]any)) != 0 {
 		t.Fatalf("list: %v", l)
@@ -240,5 +278,22 @@ func TestToolServerAnswersBrowsers(t *testing.T) {
 	if r.Status != http.StatusUnauthorized || r.Header.Get("Access-Control-Allow-Origin") != "*" ||
 		!strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "WWW-Authenticate") || r.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("401 to a browser: %d %v", r.Status, r.Header)
+	}
+}
+
+// The official Go MCP client, knowing only the URL, asks for what the 401
+// names; with the consent page left as it is, a human who could grant
+// every scope grants the tool server's defaults only, and the token works
+// at the tool server only.
+func TestMCPOverOAuthGrantIsTheToolServers(t *testing.T) {
+	_, email, password := env.NewLogin(t)
+	log := &tokenLog{}
+	cs := connectWithOAuth(t, env.URL, email, password, log)
+	if log.scope != strings.Join(oauth.DefaultScopes(), " ") {
+		t.Fatalf("granted %q", log.scope)
+	}
+	toolErr(t, cs, "create_api_key", map[string]any{"name": "not granted"}, "keys:manage")
+	if s := bearerStatus(t, env.URL, "/api/enclaves", log.bearer); s != http.StatusUnauthorized {
+		t.Fatalf("the token outside the tool server: %d", s)
 	}
 }

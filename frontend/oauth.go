@@ -139,17 +139,22 @@ func (s *Server) authorize(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	grant, lacking := req.Grantable(h.Principal())
+	grant, lacking, unused := req.Grantable(h.Principal())
 	v := pages.ConsentView{
 		ClientName: req.ClientName, ClientID: req.ClientID, RedirectHost: req.RedirectHost,
 		Email: h.Login.Email, AccountID: h.Login.AccountID, CSRF: humans.CSRFToken(session),
 		AccessTTL: s.deps.Config.OAuth.AccessTokenTTL.String(), Action: oauth.AuthorizePath,
 	}
+	// Each grantable scope is a box the human may untick (the tool
+	// server's defaults are ticked; anything more they tick themselves).
 	for _, sc := range grant {
-		v.Grant = append(v.Grant, pages.ScopeView{Name: sc, Text: oauth.ScopeText(sc)})
+		v.Grant = append(v.Grant, pages.ScopeView{Name: sc, Text: oauth.ScopeText(sc), Checked: oauth.Ticked(sc)})
 	}
 	for _, sc := range lacking {
 		v.Lacking = append(v.Lacking, pages.ScopeView{Name: sc, Text: oauth.ScopeText(sc)})
+	}
+	for _, sc := range unused {
+		v.Unused = append(v.Unused, pages.ScopeView{Name: sc, Text: oauth.ScopeText(sc)})
 	}
 	for k, vals := range req.Params {
 		for _, val := range vals {
@@ -161,7 +166,7 @@ func (s *Server) authorize(c *gin.Context) {
 
 // decide: POST /oauth/authorize, the consent form. Same-origin, signed
 // in, with the session's CSRF token; then approve → the code goes to the
-// client, deny → error=access_denied.
+// client for the scopes left ticked (grant=…), deny → error=access_denied.
 func (s *Server) decide(c *gin.Context) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxForm)
 	if err := s.crossOrigin.Check(c.Request); err != nil {
@@ -190,7 +195,7 @@ func (s *Server) decide(c *gin.Context) {
 	}
 	switch c.PostForm("decision") {
 	case "approve":
-		s.deps.OAuth.Approve(ctx, c.Writer, req, h.Principal(), h.Login.ID)
+		s.deps.OAuth.Approve(ctx, c.Writer, req, h.Principal(), h.Login.ID, c.PostFormArray("grant"))
 	case "deny":
 		s.deps.OAuth.Deny(ctx, c.Writer, req)
 	default:

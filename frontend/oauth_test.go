@@ -198,11 +198,31 @@ func consentPage(t *testing.T, b *browser, az authorization, email, password str
 	return p
 }
 
-// decide answers the consent page; it returns where the browser is sent.
+var checkedBox = regexp.MustCompile(`<input type="checkbox" name="grant" value="([^"]+)" checked>`)
+
+// ticked are the scopes a consent page ticks.
+func (p page) ticked() []string {
+	var out []string
+	for _, m := range checkedBox.FindAllStringSubmatch(p.body, -1) {
+		out = append(out, html.UnescapeString(m[1]))
+	}
+	return out
+}
+
+// decide answers the consent page as a browser would, leaving its boxes
+// as they are; it returns where the browser is sent.
 func decide(t *testing.T, b *browser, consent page, decision string) *url.URL {
+	t.Helper()
+	return decideGranting(t, b, consent, decision, consent.ticked())
+}
+
+// decideGranting answers the consent page with exactly the boxes of grant
+// ticked.
+func decideGranting(t *testing.T, b *browser, consent page, decision string, grant []string) *url.URL {
 	t.Helper()
 	v := consent.fields()
 	v.Set("decision", decision)
+	v["grant"] = grant
 	return b.do("POST", "/oauth/authorize", v).location(t)
 }
 
@@ -245,6 +265,10 @@ func oauthErrorCode(err error) string {
 	return ""
 }
 
+// toolRoute is a route of the tool server's mirror: where an access token
+// works (GET lists the tools for any valid credential).
+const toolRoute = "/api/v1/tools"
+
 // bearerStatus is the status of GET path with the token.
 func bearerStatus(t *testing.T, base, path, token string) int {
 	t.Helper()
@@ -286,15 +310,23 @@ func TestOAuthFullFlow(t *testing.T) {
 		t.Errorf("token scope %v", tok.Extra("scope"))
 	}
 
-	// The access token is a bearer for its account, within its scopes.
-	body := wantStatus(t, do(t, "GET", "/api/account/balance", tok.AccessToken, nil), http.StatusOK)
+	// The access token is a bearer for its account at the tool server
+	// (here its HTTP mirror), within its scopes…
+	body := wantStatus(t, do(t, "POST", "/api/v1/tools/get_credit_balance", tok.AccessToken, map[string]any{}), http.StatusOK)
 	if body["balanceUsd"] != 5.0 {
 		t.Fatalf("balance: %v", body)
 	}
-	wantStatus(t, do(t, "GET", "/api/pipelines", tok.AccessToken, nil), http.StatusOK)
-	refused := wantStatus(t, do(t, "POST", "/api/keys", tok.AccessToken, map[string]any{"name": "x"}), http.StatusForbidden)
-	if refused["error"] != "this access token lacks the keys:manage permission" {
+	wantStatus(t, do(t, "POST", "/api/v1/tools/list_pipelines", tok.AccessToken, map[string]any{}), http.StatusOK)
+	refused := wantStatus(t, do(t, "POST", "/api/v1/tools/create_api_key", tok.AccessToken, map[string]any{"name": "x"}), http.StatusForbidden)
+	if !strings.Contains(refused["error"].(string), "keys:manage") {
 		t.Fatalf("%v", refused)
+	}
+	// …and nowhere else (RFC 8707: it was issued for the tool server).
+	for _, path := range []string{"/api/account/balance", "/api/pipelines", "/api/keys"} {
+		r := wantStatus(t, do(t, "GET", path, tok.AccessToken, nil), http.StatusUnauthorized)
+		if msg, _ := r["error"].(string); !strings.Contains(msg, "issued for the tool server ("+env.URL+"/api/mcp)") {
+			t.Fatalf("the token on %s: %v", path, r)
+		}
 	}
 	logs := env.Logs()
 	if !regexp.MustCompile(`"msg":"signed in"[^\n]*"account_id":"` + account + `"`).MatchString(logs) {
@@ -314,10 +346,10 @@ func TestOAuthFullFlow(t *testing.T) {
 	if tok2.RefreshToken == tok.RefreshToken || tok2.AccessToken == tok.AccessToken {
 		t.Fatal("refresh did not rotate the tokens")
 	}
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok.AccessToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("old access token after refresh: %d", s)
 	}
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok2.AccessToken); s != http.StatusOK {
+	if s := bearerStatus(t, env.URL, toolRoute, tok2.AccessToken); s != http.StatusOK {
 		t.Fatalf("new access token: %d", s)
 	}
 	// The old refresh token again is reuse: refused, and the whole family
@@ -325,7 +357,7 @@ func TestOAuthFullFlow(t *testing.T) {
 	if _, err := a.refresh(tok.RefreshToken); oauthErrorCode(err) != "invalid_grant" {
 		t.Fatalf("reused refresh token: %v", err)
 	}
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok2.AccessToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok2.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("access token of a family whose refresh token was reused: %d", s)
 	}
 	if _, err := a.refresh(tok2.RefreshToken); oauthErrorCode(err) != "invalid_grant" {
@@ -334,7 +366,7 @@ func TestOAuthFullFlow(t *testing.T) {
 
 	// A new connection (the human is still signed in), then revocation.
 	tok3 := a.authorize(t, b, email, password)
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok3.AccessToken); s != http.StatusOK {
+	if s := bearerStatus(t, env.URL, toolRoute, tok3.AccessToken); s != http.StatusOK {
 		t.Fatalf("second connection: %d", s)
 	}
 	resp, err := http.PostForm(env.URL+"/oauth/revoke", url.Values{"token": {tok3.RefreshToken}, "client_id": {a.clientID}})
@@ -345,7 +377,7 @@ func TestOAuthFullFlow(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("revoke: %d", resp.StatusCode)
 	}
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok3.AccessToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok3.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("access token after its grant was revoked: %d", s)
 	}
 	if _, err := a.refresh(tok3.RefreshToken); oauthErrorCode(err) != "invalid_grant" {
@@ -355,11 +387,11 @@ func TestOAuthFullFlow(t *testing.T) {
 	tok4 := a.authorize(t, b, email, password)
 	resp, _ = http.PostForm(env.URL+"/oauth/revoke", url.Values{"token": {tok4.AccessToken}, "token_type_hint": {"access_token"}, "client_id": {a.clientID}})
 	resp.Body.Close()
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok4.AccessToken); resp.StatusCode != http.StatusOK || s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok4.AccessToken); resp.StatusCode != http.StatusOK || s != http.StatusUnauthorized {
 		t.Fatalf("revoked access token: revoke %d, then %d", resp.StatusCode, s)
 	}
 	// A refresh token is no bearer.
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok4.RefreshToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok4.RefreshToken); s != http.StatusUnauthorized {
 		t.Fatalf("refresh token as a bearer: %d", s)
 	}
 
@@ -397,11 +429,11 @@ func TestOAuthConsentDenyAndScopeLimits(t *testing.T) {
 	if tok.Extra("scope") != "pipelines:read" {
 		t.Fatalf("scope %v", tok.Extra("scope"))
 	}
-	r := do(t, "POST", "/api/pipelines", tok.AccessToken, map[string]any{"name": "x", "draft": echoGraph("{{question}}", "local-echo")})
+	r := do(t, "POST", "/api/v1/tools/create_pipeline", tok.AccessToken, map[string]any{"name": "x", "draft": echoGraph("{{question}}", "local-echo")})
 	wantStatus(t, r, http.StatusForbidden)
 
-	// A client that names no scope gets the default pair, here cut to
-	// what the login holds.
+	// A client that names no scope gets the tool server's defaults, here
+	// cut to what the login holds.
 	plain := connect(t, env.URL, "No scopes")
 	az = plain.start()
 	tok = plain.exchange(t, az, codeFrom(t, az, decide(t, b, consentPage(t, b, az, email, password), "approve")))
@@ -428,11 +460,11 @@ func TestOAuthAnotherAccountsDataIsNotVisible(t *testing.T) {
 	_, email, password := env.NewLogin(t)
 	a := connect(t, env.URL, "Nosy", "pipelines:read", "pipelines:run")
 	tok := a.authorize(t, newBrowser(t, env.URL), email, password)
-	list := wantStatus(t, do(t, "GET", "/api/pipelines", tok.AccessToken, nil), http.StatusOK)
+	list := wantStatus(t, do(t, "POST", "/api/v1/tools/list_pipelines", tok.AccessToken, map[string]any{}), http.StatusOK)
 	if strings.Contains(string(mustJSON(t, list)), theirs) {
 		t.Fatal("another account's pipeline is listed")
 	}
-	if r := do(t, "GET", "/api/pipelines/"+theirs, tok.AccessToken, nil); r.Status != http.StatusForbidden && r.Status != http.StatusNotFound {
+	if r := do(t, "POST", "/api/v1/tools/get_pipeline", tok.AccessToken, map[string]any{"pipelineId": theirs}); r.Status != http.StatusForbidden && r.Status != http.StatusNotFound {
 		t.Fatalf("another account's pipeline: %d %s", r.Status, r.Body)
 	}
 }
@@ -504,7 +536,7 @@ func TestOAuthRefusals(t *testing.T) {
 	if _, err := a.cfg.Exchange(context.Background(), code, oauth2.VerifierOption(az.verifier)); oauthErrorCode(err) != "invalid_grant" {
 		t.Fatalf("second exchange of a code: %v", err)
 	}
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok.AccessToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("token of a code exchanged twice: %d", s)
 	}
 
@@ -653,23 +685,23 @@ func TestOAuthExpiredAndForeignTokens(t *testing.T) {
 	_, email, password := env.NewLogin(t)
 	a := connect(t, other, "Elsewhere", "pipelines:read")
 	tok := a.authorize(t, newBrowser(t, other), email, password)
-	if s := bearerStatus(t, other, "/api/account/balance", tok.AccessToken); s != http.StatusOK {
+	if s := bearerStatus(t, other, toolRoute, tok.AccessToken); s != http.StatusOK {
 		t.Fatalf("fresh token on its own server: %d", s)
 	}
 	// Same database, same secret, but issued for another resource: refused.
-	if s := bearerStatus(t, env.URL, "/api/account/balance", tok.AccessToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, env.URL, toolRoute, tok.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("token for another resource: %d", s)
 	}
 	// Expired: refused where it was valid.
 	clock.Advance(2 * time.Second)
-	if s := bearerStatus(t, other, "/api/account/balance", tok.AccessToken); s != http.StatusUnauthorized {
+	if s := bearerStatus(t, other, toolRoute, tok.AccessToken); s != http.StatusUnauthorized {
 		t.Fatalf("expired token: %d", s)
 	}
 	// Its refresh token still gets a new one (issued on the wall clock, so
 	// the check reads it again).
 	clock.Reset()
 	fresh, err := a.refresh(tok.RefreshToken)
-	if err != nil || bearerStatus(t, other, "/api/account/balance", fresh.AccessToken) != http.StatusOK {
+	if err != nil || bearerStatus(t, other, toolRoute, fresh.AccessToken) != http.StatusOK {
 		t.Fatalf("refresh after expiry: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/ulule/limiter/v3"
@@ -125,12 +126,20 @@ func New(d Deps) *Server {
 	}
 	r.ContextWithFallback = true
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is an unknown path: a 404 in the error
+	// shape with the security headers (NoRoute), not gin's bare 301, which
+	// some clients follow as a GET without the body.
+	r.RedirectTrailingSlash = false
 	r.Use(requestContext(d.Log), classifyWith(store.Classify), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
 	r.NoRoute(func(c *gin.Context) {
 		if s.spa.fallback(c) {
 			return
 		}
-		writeError(c, errs.NotFoundf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
+		msg := "no route for %s %s"
+		if p := c.Request.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			msg += " (paths take no trailing slash)"
+		}
+		writeError(c, errs.NotFoundf(msg, c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
 		writeError(c, errs.New(errs.MethodNotAllowed, "method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))

@@ -1,7 +1,9 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -89,6 +91,17 @@ func (s *Server) newToolServer(d Deps) {
 // A session id opened by another account is refused (403); within a
 // session, every request acts with its own credentials and scopes.
 func (s *Server) serveMCP(c *gin.Context) {
+	// The body is read here, within maxBody, so that one over it is a 413
+	// in this endpoint's error shape with the security headers (the SDK's
+	// own limit answers in text/plain); the SDK reads it from memory.
+	if c.Request.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBody))
+		if err != nil {
+			fail(c, badJSON(err))
+			return
+		}
+		c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	ctx := context.WithValue(c.Request.Context(), principalCtxKey{}, principal(c))
 	h := s.mcp.sessions
 	if c.Request.Method == http.MethodPost && c.GetHeader("Mcp-Session-Id") == "" && c.GetHeader("Mcp-Protocol-Version") >= sessionlessRevision {

@@ -58,8 +58,11 @@ type SignInView struct {
 	Out      string
 }
 
-// ScopeView is one scope on the consent page.
-type ScopeView struct{ Name, Text string }
+// ScopeView is one scope on the consent page; Checked ticks its box.
+type ScopeView struct {
+	Name, Text string
+	Checked    bool
+}
 
 // ParamView is one authorization request parameter the consent form
 // posts back.
@@ -70,8 +73,10 @@ type ConsentView struct {
 	ClientName, ClientID, RedirectHost string
 	Email, AccountID, CSRF, AccessTTL  string
 	Action                             string
-	Grant, Lacking                     []ScopeView
-	Params                             []ParamView
+	// Grant are the scopes the human may grant (a box each), Lacking those
+	// their login cannot, Unused those the tool server has no use for.
+	Grant, Lacking, Unused []ScopeView
+	Params                 []ParamView
 }
 
 // MessageView is a page that says one thing.

@@ -79,8 +79,9 @@ type registration struct {
 //     the server replace a value) and proves its codes with PKCE;
 //   - grant_types: authorization_code and refresh_token (the default
 //     both); response_types: code;
-//   - scope: known scope names (default: all of them — a human still
-//     grants at most what their login may);
+//   - scope: known scope names (default: the tool server's, the only
+//     ones a token can usefully hold; a human still grants at most what
+//     they approve and their login may);
 //   - client_name: at most 100 characters, shown on the consent page.
 func (p *Provider) Register(ctx context.Context, body []byte) (*oauthex.ClientRegistrationResponse, error) {
 	if len(body) > maxRegistration {
@@ -120,7 +121,7 @@ func (p *Provider) Register(ctx context.Context, body []byte) (*oauthex.ClientRe
 	if utf8.RuneCountInString(name) > maxClientName {
 		return nil, badMetadata("client_name must be at most %d characters", maxClientName)
 	}
-	scopes := apikey.AllScopes()
+	scopes := ToolServerScopes()
 	if strings.TrimSpace(r.Scope) != "" {
 		if scopes, err = apikey.NormalizeScopes(strings.Fields(r.Scope)); err != nil {
 			return nil, badMetadata("scope: %s", err)

@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +23,7 @@ import (
 	"github.com/ory/fosite/compose"
 
 	"conduit/internal/accounts"
-	"conduit/internal/apikey"
+	"conduit/internal/errs"
 	"conduit/internal/store"
 )
 
@@ -54,18 +56,12 @@ type Provider struct {
 	store    *store.Store
 	f        *fosite.Fosite
 	resource string
+	// canonical is resource as resource indicators are compared.
+	canonical string
 	// now is the verifier's clock (time.Now); tests move it past a
 	// token's expiry instead of sleeping.
 	now func() time.Time
 }
-
-// stateOptional lets an authorization request come without "state":
-// OAuth 2.1 makes it optional when PKCE is used (which is enforced here),
-// and MCP clients in the field omit it. fosite otherwise demands 8
-// characters of it.
-type stateOptional struct{ *fosite.Config }
-
-func (stateOptional) GetMinParameterEntropy(context.Context) int { return 0 }
 
 // New builds the authorization server on the store.
 func New(cfg Config, st *store.Store) (*Provider, error) {
@@ -74,6 +70,7 @@ func New(cfg Config, st *store.Store) (*Provider, error) {
 	}
 	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
 	p := &Provider{cfg: cfg, store: st, resource: cfg.Issuer + ResourcePath, now: time.Now}
+	p.canonical, _ = canonicalResource(p.resource)
 	fc := &fosite.Config{
 		AccessTokenLifespan:   cfg.AccessTokenTTL,
 		RefreshTokenLifespan:  cfg.RefreshTokenTTL,
@@ -109,7 +106,6 @@ func New(cfg Config, st *store.Store) (*Provider, error) {
 	if !ok {
 		return nil, fmt.Errorf("fosite returned %T", provider)
 	}
-	f.Config = stateOptional{fc}
 	p.f = f
 	return p, nil
 }
@@ -136,8 +132,10 @@ func (p *Provider) ResourceMetadataURL() string {
 	return p.cfg.Issuer + ResourceMetadataPath + ResourcePath
 }
 
-// ScopesSupported lists every scope a client may ask for.
-func ScopesSupported() []string { return apikey.AllScopes() }
+// ScopesSupported lists the scopes a token can hold: the tool server's
+// (its tokens work nowhere else). Registration still takes any of the
+// platform's scope names; the consent page grants none but these.
+func ScopesSupported() []string { return ToolServerScopes() }
 
 // ServerMetadata is Authorization Server Metadata (RFC 8414). Its own
 // type rather than oauthex.AuthServerMeta, which would send an empty
@@ -155,7 +153,10 @@ type ServerMetadata struct {
 	TokenEndpointAuthMethodsSupported      []string `json:"token_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthMethodsSupported []string `json:"revocation_endpoint_auth_methods_supported"`
 	CodeChallengeMethodsSupported          []string `json:"code_challenge_methods_supported"`
-	ServiceDocumentation                   string   `json:"service_documentation,omitempty"`
+	// AuthorizationResponseIssParameterSupported: every redirect back to
+	// the client carries iss (RFC 9207).
+	AuthorizationResponseIssParameterSupported bool   `json:"authorization_response_iss_parameter_supported"`
+	ServiceDocumentation                       string `json:"service_documentation,omitempty"`
 }
 
 // ServerMetadata describes this authorization server.
@@ -165,10 +166,11 @@ func (p *Provider) ServerMetadata() ServerMetadata {
 		Issuer: i, AuthorizationEndpoint: i + AuthorizePath, TokenEndpoint: i + TokenPath,
 		RegistrationEndpoint: i + RegisterPath, RevocationEndpoint: i + RevokePath,
 		ScopesSupported: ScopesSupported(), ResponseTypesSupported: []string{"code"}, ResponseModesSupported: []string{"query"},
-		GrantTypesSupported:                    []string{"authorization_code", "refresh_token"},
-		TokenEndpointAuthMethodsSupported:      []string{"none"},
-		RevocationEndpointAuthMethodsSupported: []string{"none"},
-		CodeChallengeMethodsSupported:          []string{"S256"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		TokenEndpointAuthMethodsSupported:          []string{"none"},
+		RevocationEndpointAuthMethodsSupported:     []string{"none"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		AuthorizationResponseIssParameterSupported: true,
 	}
 }
 
@@ -190,14 +192,57 @@ func errInvalidTarget(resource string) error {
 }
 
 // checkResource applies RFC 8707: every resource parameter must name the
-// tool server (absent means the tool server).
+// tool server (absent means the tool server), compared as canonicalResource
+// writes them.
 func (p *Provider) checkResource(values []string) error {
 	for _, v := range values {
-		if strings.TrimSuffix(v, "/") != p.resource {
+		if c, ok := canonicalResource(v); !ok || c != p.canonical {
 			return errInvalidTarget(v)
 		}
 	}
 	return nil
+}
+
+// canonicalResource is a resource indicator in the form two of them are
+// compared in: scheme and host in lower case (they are case-insensitive),
+// no default port, no trailing slash; the path as it is (case-sensitive).
+// An indicator that is not an absolute URI, or has a fragment or user
+// information (RFC 8707 §2 forbids the first), is not one.
+func canonicalResource(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" || u.User != nil || strings.Contains(raw, "#") {
+		return "", false
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	out := scheme + "://" + host + strings.TrimSuffix(u.EscapedPath(), "/")
+	if u.RawQuery != "" || u.ForceQuery {
+		out += "?" + u.RawQuery
+	}
+	return out, true
+}
+
+type resourceKey struct{}
+
+// AtResource marks ctx as serving a request to the protected resource
+// named resource. VerifyAccessToken accepts only tokens issued for the
+// resource of the request (RFC 8707), so a route that does not say so —
+// anything but the tool server — takes no access token at all.
+func AtResource(ctx context.Context, resource string) context.Context {
+	return context.WithValue(ctx, resourceKey{}, resource)
+}
+
+// errOtherResource refuses a valid token presented away from the tool
+// server.
+func (p *Provider) errOtherResource() error {
+	return errs.Unauthorizedf("this OAuth access token was issued for the tool server (%s) and works only there and on its HTTP mirror (%s); use an API key for this route", p.resource, "/api/v1/tools")
 }
 
 // Token is the token endpoint (RFC 6749 §3.2): codes and refresh tokens
@@ -233,8 +278,10 @@ func (p *Provider) Revoke(ctx context.Context, w http.ResponseWriter, r *http.Re
 
 // VerifyAccessToken is the resource side (accounts.TokenVerifier): a
 // valid, unexpired, unrevoked access token whose audience is the tool
-// server is its account, holding the token's scopes. Anything else is
-// accounts.ErrUnauthenticated; a database outage is returned as it is.
+// server, presented at the tool server (AtResource), is its account,
+// holding the token's scopes. Presented elsewhere it is an Unauthorized
+// error saying so; anything else is accounts.ErrUnauthenticated; a
+// database outage is returned as it is.
 func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (accounts.Principal, error) {
 	if len(token) > 512 || !strings.HasPrefix(token, "ory_at_") {
 		return accounts.Principal{}, accounts.ErrUnauthenticated
@@ -252,6 +299,14 @@ func (p *Provider) VerifyAccessToken(ctx context.Context, token string) (account
 	}
 	if exp := sess.GetExpiresAt(fosite.AccessToken); !exp.IsZero() && !p.now().Before(exp) {
 		return accounts.Principal{}, accounts.ErrUnauthenticated
+	}
+	// Valid, and for the tool server: refused unless that is where it was
+	// presented (told apart from an invalid token, so the caller knows
+	// which credential to use instead).
+	if target, _ := ctx.Value(resourceKey{}).(string); target == "" {
+		return accounts.Principal{}, p.errOtherResource()
+	} else if c, ok := canonicalResource(target); !ok || c != p.canonical {
+		return accounts.Principal{}, p.errOtherResource()
 	}
 	login, _ := sess.Extra["login"].(string)
 	scopes := slices.Clone([]string(ar.GetGrantedScopes()))

@@ -33,3 +33,19 @@ func ScopeText(scope string) string {
 	}
 	return scope
 }
+
+// ToolServerScopes are the scopes the tool server's tools check
+// (internal/tools; a test keeps the two in step), sorted. An access token
+// works at the tool server only, so these are the only scopes it can
+// usefully hold and the only ones granted.
+func ToolServerScopes() []string {
+	return []string{apikey.KeysManage, apikey.MediaRead, apikey.MediaWrite, apikey.PipelinesRead, apikey.PipelinesRun, apikey.PipelinesWrite}
+}
+
+// DefaultScopes are what the tool server asks for in its 401 challenge
+// and what the consent page ticks: every tool server scope but
+// keys:manage. A key minted with that scope outlives the grant and works
+// on the whole API, so a human grants it only by ticking it.
+func DefaultScopes() []string {
+	return []string{apikey.MediaRead, apikey.MediaWrite, apikey.PipelinesRead, apikey.PipelinesRun, apikey.PipelinesWrite}
+}

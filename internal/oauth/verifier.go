@@ -2,13 +2,13 @@ package oauth
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"conduit/internal/accounts"
+	"conduit/internal/errs"
 )
 
 // TokenInfo describes a caller the way the Go MCP SDK's transports
@@ -26,11 +26,12 @@ func TokenInfo(p accounts.Principal) *auth.TokenInfo {
 
 // BearerVerifier adapts the service's bearer check (API keys and OAuth
 // access tokens alike) to the SDK's auth.TokenVerifier, for a handler
-// wrapped in auth.RequireBearerToken.
-func BearerVerifier(a *accounts.Service) auth.TokenVerifier {
+// wrapped in auth.RequireBearerToken that serves the protected resource
+// named resource (an access token is accepted only for it).
+func BearerVerifier(a *accounts.Service, resource string) auth.TokenVerifier {
 	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		p, err := a.Authenticate(ctx, "Bearer "+token)
-		if errors.Is(err, accounts.ErrUnauthenticated) || errors.Is(err, accounts.ErrNoCredentials) {
+		p, err := a.Authenticate(AtResource(ctx, resource), "Bearer "+token)
+		if errs.Is(err, errs.Unauthorized) {
 			return nil, auth.ErrInvalidToken
 		}
 		if err != nil {
