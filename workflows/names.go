@@ -106,4 +106,10 @@ const (
 	// run or the retry, credit a payment back, mark late, record the
 	// outcome) are local activities.
 	ChangeRenderLocalSteps = "render-local-steps"
+	// ChangeMeteredMediaJobs (MediaEdit): the work runs on the library's
+	// own queue (LibraryWorkQueue) and the job is charged by the seconds
+	// of media it made (its Rate), or, when it reached its timeout, by
+	// the seconds its heartbeats reported encoded; a job that carries no
+	// Rate keeps its flat price.
+	ChangeMeteredMediaJobs = "metered-media-jobs"
 )
