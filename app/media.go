@@ -38,7 +38,8 @@ type Media struct {
 // openMedia builds the media parts. A missing secret disables pay-per-call
 // (Err); a broken blob store or catalog fails the start.
 func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
-	m := &Media{Media: paycall.Media{Images: &imagefetch.Fetcher{},
+	verdicts := imagefetch.NewVerdicts(cfg.Media.Images.VerdictEntries, cfg.Media.Images.VerdictTTL)
+	m := &Media{Media: paycall.Media{Images: &imagefetch.Fetcher{Verdicts: verdicts},
 		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive}}
 	var err error
 	if m.Video, err = pricing.NewVideoCatalog(cfg.Media.Video); err != nil {
