@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -15,7 +16,10 @@ import (
 	"conduit/app/apptest"
 	"conduit/frontend"
 	"conduit/internal/config"
+	"conduit/internal/library"
 	"conduit/internal/money"
+	"conduit/internal/pricing"
+	"conduit/internal/store"
 )
 
 // A job whose output would be over the caps is refused before any work,
@@ -283,5 +287,81 @@ func TestUnpaidImageFetchesAreBudgetedAndRemembered(t *testing.T) {
 	}
 	if status, m := post("127.0.0.22", "https://frames.example/c.png"); status != http.StatusPaymentRequired || fetches.Load() != 4 {
 		t.Fatalf("%d %v (%d fetches)", status, m, fetches.Load())
+	}
+}
+
+// libraryServer is a second API on this platform whose library service
+// differs as mut says (its job timeout, its prices), so a test can change
+// them without touching the shared one.
+func libraryServer(t *testing.T, mut func(*library.Service)) string {
+	t.Helper()
+	lib := *env.Platform.Library
+	mut(&lib)
+	deps := env.Platform.FrontendDeps()
+	deps.Library = &lib
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	deps.Deltas = env.Platform.Store.NewDeltaHub(ctx, env.Platform.Log)
+	done := make(chan error, 1)
+	go func() { done <- frontend.New(deps).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// A job that reaches its timeout is not released free: it is charged the
+// seconds of media its heartbeats reported encoded (at the per-second
+// price, at least the minimum, at most the hold), and says so.
+func TestTimedOutJobIsChargedTheWorkDone(t *testing.T) {
+	acct, key := env.NewAccount(t)
+	// 18 s of 1080p, tiny (a high CRF): twenty of them joined make 360 s
+	// of 1080p to re-encode (9,000 frames), far more than the 40 s the job
+	// is given.
+	hostFiles(t, "heavy.example", map[string][]byte{"/big.mp4": makeMedia(t, "mp4", "-f", "lavfi", "-i", "testsrc=size=1920x1080:rate=25:duration=18",
+		"-f", "lavfi", "-i", "sine=frequency=330:duration=18", "-c:v", "libx264", "-preset", "ultrafast", "-crf", "45", "-pix_fmt", "yuv420p", "-c:a", "aac")})
+	clip := importFile(t, key, "https://heavy.example/big.mp4")
+	// 0.05 USD a second, so a fifth of a second encoded is over the
+	// minimum; the hold of 360 s is 18 USD, granted here.
+	rate := pricing.JobRate{PerSecond: 50_000, Minimum: jobPrice}
+	if _, err := env.Platform.Store.Grant(context.Background(), acct, store.EntryGrant, 20*money.USD, "test/"+t.Name(), t.Name()); err != nil {
+		t.Fatal(err)
+	}
+	// The SDK sends a heartbeat at once and then at most every 8 s (80 %
+	// of the harness's 10 s heartbeat timeout): within 40 s several carry
+	// what ffmpeg encoded.
+	base := libraryServer(t, func(l *library.Service) {
+		l.Config.JobTimeout = 40 * time.Second
+		l.Rate = rate
+	})
+	items := make([]string, 20)
+	for i := range items {
+		items[i] = clip["id"].(string)
+	}
+	before := balance(t, acct)
+	other := &apptest.Env{URL: base, HTTP: env.HTTP}
+	r := other.Do(t, "POST", "/api/media/assemble", map[string]any{"operation": "concat", "items": items}, apptest.Bearer(key)...)
+	j := wantStatus(t, r, http.StatusAccepted)
+	hold := usd(j["priceUsd"])
+	if want := rate.Charge(20 * clip["durationSeconds"].(float64)); hold < want-20*rate.PerSecond/1000 || hold > want {
+		t.Fatalf("hold %s, want about %s", hold, want)
+	}
+	done := awaitJob(t, key, j)
+	charged := usd(done["priceUsd"])
+	if done["status"] != "error" || !strings.Contains(done["error"].(string), "work done before the deadline") ||
+		charged <= rate.Minimum || charged >= hold {
+		t.Fatalf("a timed-out job: %v (charged %s of %s held)", done, charged, hold)
+	}
+	if b := balance(t, acct); b != before-charged {
+		t.Fatalf("balance %s, want %s", b, before-charged)
+	}
+	if n := len(listMedia(t, key, "?kind=video")); n != 1 {
+		t.Fatalf("%d videos: the timed-out job left an item", n)
 	}
 }
