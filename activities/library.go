@@ -8,9 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/blob"
@@ -181,13 +182,22 @@ type OpenedJob struct {
 	Balance      money.Micros
 	// Missing are source items that are not (or no longer) the account's.
 	Missing []string
+	// Busy: the account has its share of jobs running already.
+	Busy bool `json:",omitempty"`
+	// OverQuota: the job could overrun the account's library quota.
+	OverQuota *store.OverQuota `json:",omitempty"`
 }
 
 // OpenMediaJob records the job and holds its price (store.OpenMediaJob).
 func (a *Library) OpenMediaJob(ctx context.Context, n store.NewMediaJob) (OpenedJob, error) {
 	job, existing, err := a.Store.OpenMediaJob(ctx, n)
 	var missing *store.MissingItems
+	var over *store.OverQuota
 	switch {
+	case errors.Is(err, store.ErrJobsBusy):
+		return OpenedJob{Busy: true}, nil
+	case errors.As(err, &over):
+		return OpenedJob{OverQuota: over}, nil
 	case errors.Is(err, store.ErrInsufficientCredit):
 		bal, berr := a.Store.Balance(ctx, n.AccountID)
 		if berr != nil {
@@ -214,6 +224,50 @@ type MediaJobWork struct {
 	URL       string
 	Sources   []string
 	Spec      media.EditSpec
+	// MaxBytes caps the file the job writes (ffmpeg stops there and the
+	// job fails); MaxSeconds caps an import's length (an edit's length is
+	// fixed by its spec). Zero: no cap (jobs admitted before the caps).
+	MaxBytes   int64   `json:",omitempty"`
+	MaxSeconds float64 `json:",omitempty"`
+}
+
+// JobProgress is what a job's heartbeat carries: its stage, and the
+// seconds of media ffmpeg reported encoded (its -progress out_time) by
+// this attempt and by the earlier ones together. When the job reaches its
+// timeout, the workflow charges for Done() seconds as the last heartbeat
+// had them (so at most one heartbeat interval of work goes uncounted).
+type JobProgress struct {
+	Stage   string  `json:"stage"`
+	Encoded float64 `json:"encoded"`
+	Earlier float64 `json:"earlier"`
+}
+
+// Done is the seconds of media encoded across the job's attempts.
+func (p JobProgress) Done() float64 { return p.Encoded + p.Earlier }
+
+// progress is a job attempt's JobProgress, written by its work and read by
+// the heartbeat's goroutine.
+type progress struct {
+	mu sync.Mutex
+	p  JobProgress
+}
+
+func (g *progress) stage(s string) {
+	g.mu.Lock()
+	g.p.Stage = s
+	g.mu.Unlock()
+}
+
+func (g *progress) encoded(d time.Duration) {
+	g.mu.Lock()
+	g.p.Encoded = max(g.p.Encoded, d.Seconds())
+	g.mu.Unlock()
+}
+
+func (g *progress) get() any {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.p
 }
 
 // RunMediaJob does a job's work and stores its file: it downloads an
@@ -229,28 +283,47 @@ func (a *Library) RunMediaJob(ctx context.Context, w MediaJobWork) (store.MediaI
 		return store.MediaItem{}, err
 	}
 	defer os.RemoveAll(workdir)
-	// The heartbeat says what the job is doing (read by the heartbeat's
-	// goroutine, hence atomic).
-	var stage atomic.Value
-	stage.Store("starting")
-	stop := heartbeatEvery(ctx, a.Renders.HeartbeatEvery, func() any { return stage.Load() })
+	// The heartbeat says what the job is doing and how much media it
+	// encoded, counting what earlier attempts encoded (their last
+	// heartbeat), so a job that reaches its timeout pays for all of it.
+	prog := &progress{p: JobProgress{Stage: "starting"}}
+	var prev JobProgress
+	if activity.HasHeartbeatDetails(ctx) && activity.GetHeartbeatDetails(ctx, &prev) == nil {
+		prog.p.Earlier = prev.Done()
+	}
+	stop := heartbeatEvery(ctx, a.Renders.HeartbeatEvery, prog.get)
 	defer stop()
 
 	var path string
 	var sniffed media.Sniffed
 	if w.Kind == "import" {
-		stage.Store("downloading")
+		prog.stage("downloading")
 		path, sniffed, err = a.download(ctx, w.URL, workdir)
 	} else {
-		stage.Store("editing")
-		path, sniffed, err = a.edit(ctx, w, workdir)
+		prog.stage("editing")
+		path, sniffed, err = a.edit(ctx, w, workdir, prog.encoded)
 	}
 	if err != nil {
 		return store.MediaItem{}, err
 	}
-	stage.Store("storing")
+	if w.MaxBytes > 0 {
+		// ffmpeg stops writing at the cap (-fs), leaving a file cut short.
+		if st, err := os.Stat(path); err == nil && st.Size() >= w.MaxBytes {
+			return store.MediaItem{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("the result reached the %d MB limit of a job's output (media.library.max_output_bytes)", w.MaxBytes>>20), ErrTypeMediaJob, nil)
+		}
+	}
+	prog.stage("storing")
 	// Provenance comes from the job's row when the item is recorded.
-	return a.keep(ctx, w.ItemID, path, sniffed)
+	it, err := a.keep(ctx, w.ItemID, path, sniffed)
+	if err == nil && w.MaxSeconds > 0 && it.Duration != nil && it.Duration.Seconds() > w.MaxSeconds+1 {
+		// Only an import's length is unknown before it runs; the file
+		// stored under the item's key is removed, nobody will list it.
+		_ = a.Blob.Delete(ctx, it.BlobKey)
+		return store.MediaItem{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the file lasts %.0f s; a library file may last at most %.0f s (media.library.max_output_seconds)", it.Duration.Seconds(), w.MaxSeconds), ErrTypeMediaJob, nil)
+	}
+	return it, err
 }
 
 // download fetches an import into workdir and judges it by its first
@@ -292,8 +365,9 @@ func (a *Library) download(ctx context.Context, url, workdir string) (string, me
 	return path, s, nil
 }
 
-// edit fetches the source items' files and runs the operation over them.
-func (a *Library) edit(ctx context.Context, w MediaJobWork, workdir string) (string, media.Sniffed, error) {
+// edit fetches the source items' files and runs the operation over them,
+// reporting the seconds ffmpeg encoded to encoded.
+func (a *Library) edit(ctx context.Context, w MediaJobWork, workdir string, encoded func(time.Duration)) (string, media.Sniffed, error) {
 	var sources []media.Source
 	for i, id := range w.Sources {
 		it, err := a.Store.MediaItem(ctx, w.AccountID, id)
@@ -313,7 +387,7 @@ func (a *Library) edit(ctx context.Context, w MediaJobWork, workdir string) (str
 		}
 		sources = append(sources, media.Source{Path: path, Info: info})
 	}
-	out, err := a.Editor.Edit(ctx, w.Spec, sources, workdir, nil)
+	out, err := a.Editor.EditLimited(ctx, w.Spec, sources, workdir, media.Limits{MaxBytes: w.MaxBytes, Encoded: encoded})
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", media.Sniffed{}, ctx.Err()

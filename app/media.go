@@ -29,14 +29,17 @@ import (
 type Media struct {
 	paycall.Media
 	Renderers map[string]media.Renderer
-	// JobPrice is what a library job costs.
+	// JobPrice is the least a library job costs; JobRate what it costs
+	// by the seconds of media it makes.
 	JobPrice money.Micros
+	JobRate  pricing.JobRate
 }
 
 // openMedia builds the media parts. A missing secret disables pay-per-call
 // (Err); a broken blob store or catalog fails the start.
 func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
-	m := &Media{Media: paycall.Media{Images: &imagefetch.Fetcher{},
+	verdicts := imagefetch.NewVerdicts(cfg.Media.Images.VerdictEntries, cfg.Media.Images.VerdictTTL)
+	m := &Media{Media: paycall.Media{Images: &imagefetch.Fetcher{Verdicts: verdicts},
 		HeartbeatTimeout: cfg.Media.HeartbeatTimeout, KeepAlive: cfg.Media.KeepAlive}}
 	var err error
 	if m.Video, err = pricing.NewVideoCatalog(cfg.Media.Video); err != nil {
@@ -72,6 +75,11 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 	if m.JobPrice, err = money.ParseUSD(cfg.Media.Library.JobPrice); err != nil {
 		return nil, err
 	}
+	perSecond, err := money.ParseUSD(cfg.Media.Library.PricePerSecond)
+	if err != nil {
+		return nil, err
+	}
+	m.JobRate = pricing.JobRate{PerSecond: perSecond, Minimum: m.JobPrice}
 	if err := cfg.Media.Ready(); err != nil {
 		m.Err = err
 		return m, nil
@@ -98,7 +106,7 @@ func openMedia(ctx context.Context, cfg *config.Config) (*Media, error) {
 func (m *Media) library(p *Platform, tc client.Client) *library.Service {
 	return &library.Service{
 		Store: p.Store, Temporal: tc, Blob: m.Blob, Links: m.Links, Generation: m.Generation(), Fetcher: m.Images,
-		Config: p.Config.Media.Library, JobPrice: m.JobPrice, HeartbeatTimeout: p.Config.Media.HeartbeatTimeout,
+		Config: p.Config.Media.Library, JobPrice: m.JobPrice, Rate: m.JobRate, HeartbeatTimeout: p.Config.Media.HeartbeatTimeout,
 		BaseURL: p.Config.BaseURL(), TopUpURL: p.Config.BaseURL() + frontend.CreditsPagePath, Err: m.Err,
 	}
 }

@@ -65,8 +65,9 @@ func (s *Server) postMedia(kind string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		sold, err := s.payPerCall.Sell(c.Request.Context(), paycall.Purchase{
 			Kind: kind, Decode: func(v any) error { return decodeJSON(c, v) },
-			Payment: c.GetHeader(x402.HeaderPaymentSignature),
-			Limit:   func(network, payer string) error { return s.walletLimit(c, network, payer) },
+			Payment:     c.GetHeader(x402.HeaderPaymentSignature),
+			Limit:       func(network, payer string) error { return s.walletLimit(c, network, payer) },
+			UnpaidFetch: func() error { return s.unpaidFetch(c) },
 		})
 		s.sold(c, sold, err)
 	}

@@ -107,3 +107,25 @@ func spend(ctx context.Context, l *limiter.Limiter, key string, refusal func(lc 
 func (s *Server) registrationLimiter() gin.HandlerFunc {
 	return perAddress(s.deps.Config.OAuth.RegisterRateLimit, "too many client registrations: at most %d per %s from one address; retry after %d s")
 }
+
+// unpaidImageLimiter bounds the image fetches a client address can cause
+// with video requests that carry no payment (media.images.unpaid_rate_limit),
+// apart from the paid budget: the spec checks image_url before the payment,
+// so without this anyone could make the server download images for free.
+// Only fetches count; an answer from a remembered verdict does not.
+func (s *Server) unpaidImageLimiter() *limiter.Limiter {
+	rate, err := limiter.NewRateFromFormatted(s.deps.Config.Media.Images.UnpaidRateLimit)
+	if err != nil {
+		panic(err) // config.Validate refuses a malformed rate
+	}
+	return limiter.New(memory.NewStore(), rate)
+}
+
+// unpaidFetch spends one unpaid image fetch of the caller's address: a 429
+// with Retry-After when the budget is spent.
+func (s *Server) unpaidFetch(c *gin.Context) error {
+	return spend(context.WithoutCancel(c.Request.Context()), s.unpaidImages, addressKey(c), func(lc limiter.Context, retry int64) string {
+		return fmt.Sprintf("too many image_url fetches without a payment: at most %d per %s from one address; send the payment-signature with the request, or retry after %d s",
+			lc.Limit, s.unpaidImages.Rate.Period, retry)
+	})
+}

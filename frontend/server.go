@@ -79,8 +79,11 @@ type Server struct {
 	router     *gin.Engine
 	wallets    *limiter.Limiter
 	payPerCall *paycall.Service
-	// addresses is the per-address budget every paid route shares.
-	addresses gin.HandlerFunc
+	// addresses is the per-address budget every paid route shares;
+	// unpaidImages the smaller one of image fetches for video requests
+	// without a payment.
+	addresses    gin.HandlerFunc
+	unpaidImages *limiter.Limiter
 	// signins counts sign-in attempts per address and per email;
 	// registerLimit bounds client registrations per address.
 	signins       *limiter.Limiter
@@ -110,6 +113,7 @@ func New(d Deps) *Server {
 	s.newToolServer(d)
 	s.wallets = s.walletLimiter()
 	s.addresses = s.addressLimiter()
+	s.unpaidImages = s.unpaidImageLimiter()
 	s.signins = s.signInLimiter()
 	s.registerLimit = s.registrationLimiter()
 	s.crossOrigin = http.NewCrossOriginProtection()

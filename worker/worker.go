@@ -44,6 +44,9 @@ type Deps struct {
 	Pollers           int
 	RenderConcurrency int
 	StopTimeout       time.Duration
+	// LibraryConcurrency bounds the media library's jobs run at once, on
+	// their own queue (media.library.concurrency).
+	LibraryConcurrency int
 }
 
 // Queue is what one task queue's worker runs, by registered name.
@@ -91,18 +94,26 @@ func Registry(d Deps) []Queue {
 		}
 		wfs := map[string]any{workflows.WfRender: workflows.Render}
 		work := map[string]any{workflows.ActRender: r.Render}
-		// The media library shares the render queues: its jobs' short steps
-		// beside the renders', its ffmpeg work and generation nodes' renders
-		// within the same bound as pay-per-call renders.
+		// The media library's jobs' short steps run beside the renders';
+		// generation nodes' renders within the same bound as pay-per-call
+		// renders. The jobs' ffmpeg work has its own queue and slots, so
+		// however many jobs are queued, no render waits behind them (it
+		// stays registered on the render work queue for jobs admitted
+		// before, which were scheduled there).
+		var library map[string]any
 		if l := d.Library; l != nil {
 			wfs[workflows.WfMediaEdit] = workflows.MediaEdit
 			short[workflows.ActOpenMediaJob], short[workflows.ActFinishMediaJob] = l.OpenMediaJob, l.FinishMediaJob
 			work[workflows.ActGenerateMedia], work[workflows.ActRunMediaJob] = l.GenerateMedia, l.RunMediaJob
+			library = map[string]any{workflows.ActRunMediaJob: l.RunMediaJob}
 		}
 		queues = append(queues,
 			Queue{Queue: workflows.RenderQueue, Workflows: wfs, Activities: short},
 			Queue{Queue: workflows.RenderWorkQueue, Activities: work, MaxActivities: max(1, d.RenderConcurrency)},
 		)
+		if library != nil {
+			queues = append(queues, Queue{Queue: workflows.LibraryWorkQueue, Activities: library, MaxActivities: max(1, d.LibraryConcurrency)})
+		}
 	}
 	if e := d.Enclaves; e != nil {
 		queues = append(queues, Queue{Queue: workflows.EnclaveQueue,

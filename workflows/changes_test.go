@@ -22,6 +22,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeTopUpAdmission":        "topup-admission",
 		"ChangeRenderLocalSteps":      "render-local-steps",
 		"ChangeDataflow":              "pipeline-dataflow",
+		"ChangeMeteredMediaJobs":      "metered-media-jobs",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -32,6 +33,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeTopUpAdmission":        ChangeTopUpAdmission,
 		"ChangeRenderLocalSteps":      ChangeRenderLocalSteps,
 		"ChangeDataflow":              ChangeDataflow,
+		"ChangeMeteredMediaJobs":      ChangeMeteredMediaJobs,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

@@ -2,14 +2,18 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
 	"conduit/internal/media"
 	"conduit/internal/money"
+	"conduit/internal/pricing"
 	"conduit/internal/store"
 )
 
@@ -36,6 +40,14 @@ type MediaJobInput struct {
 	// long an attempt may go silent before another worker takes over.
 	Timeout          time.Duration
 	HeartbeatTimeout time.Duration
+	// Rate prices the job by the seconds of media it makes (the held
+	// Job.Price is the Rate of the longest output it may make); unset on
+	// jobs admitted before jobs were metered, which cost Job.Price.
+	Rate pricing.JobRate
+	// MaxBytes and MaxSeconds cap the output while the job works (the
+	// library refused requests over them before admitting the job).
+	MaxBytes   int64   `json:",omitempty"`
+	MaxSeconds float64 `json:",omitempty"`
 }
 
 // MediaJob is the job a media edit records: the workflow's own type,
@@ -55,6 +67,11 @@ type MediaJob struct {
 	IdempotencyKey string
 	RequestHash    string
 	CreatedAt      time.Time
+	// ReserveBytes, QuotaBytes and MaxRunning are the account's share of
+	// the library the job is admitted within (store.NewMediaJob).
+	ReserveBytes int64 `json:",omitempty"`
+	QuotaBytes   int64 `json:",omitempty"`
+	MaxRunning   int   `json:",omitempty"`
 }
 
 // JobRequest is what each caller's admission update carries: the hash of
@@ -79,6 +96,11 @@ type JobAdmission struct {
 	Missing []string
 	// Expired: the workflow ran too late to admit (AdmitWithin).
 	Expired bool
+	// Busy: the account has its share of jobs running already.
+	Busy bool `json:",omitempty"`
+	// OverQuota: the job's output could overrun the account's library
+	// quota (Used bytes stored, Reserved by running jobs, of Quota).
+	OverQuota *store.OverQuota `json:",omitempty"`
 }
 
 // MediaEdit runs one library job: its first step records the job and holds
@@ -130,8 +152,13 @@ func MediaEdit(ctx workflow.Context, in MediaJobInput) error {
 	}
 
 	stage = StageWorking
+	// Version 1: the library's own work queue, and metering.
+	queue, metered := RenderWorkQueue, false
+	if workflow.GetVersion(ctx, ChangeMeteredMediaJobs, workflow.DefaultVersion, 1) >= 1 {
+		queue, metered = LibraryWorkQueue, !in.Rate.Zero()
+	}
 	work := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              RenderWorkQueue,
+		TaskQueue:              queue,
 		ScheduleToCloseTimeout: in.Timeout,
 		StartToCloseTimeout:    in.Timeout,
 		HeartbeatTimeout:       in.HeartbeatTimeout,
@@ -141,6 +168,7 @@ func MediaEdit(ctx workflow.Context, in MediaJobInput) error {
 	var item store.MediaItem
 	workErr := workflow.ExecuteActivity(work, ActRunMediaJob, activities.MediaJobWork{
 		JobID: in.Job.ID, AccountID: in.Job.AccountID, ItemID: in.ItemID, Kind: in.Job.Kind, URL: in.URL, Sources: in.Job.SourceItems, Spec: in.Spec,
+		MaxBytes: in.MaxBytes, MaxSeconds: in.MaxSeconds,
 	}).Get(ctx, &item)
 
 	stage = StageRecording
@@ -148,8 +176,23 @@ func MediaEdit(ctx workflow.Context, in MediaJobInput) error {
 	status := StatusSuccess
 	if workErr != nil {
 		res.Error, status = jobFailure(workErr), StatusError
+		// A job that ran out its time has used its slot all along: it
+		// pays for what it encoded (at least the minimum), not nothing.
+		if secs, ok := timedOut(workErr); ok && metered {
+			c := min(in.Rate.Charge(secs), in.Job.Price)
+			res.Charge = &c
+			res.Error += fmt.Sprintf("; charged %s USD for the work done before the deadline (%.1f s of media encoded)", c, secs)
+		}
 	} else {
 		res.Item = &item
+		if metered {
+			secs := 0.0
+			if item.Duration != nil {
+				secs = item.Duration.Seconds()
+			}
+			c := min(in.Rate.Charge(secs), in.Job.Price)
+			res.Charge = &c
+		}
 	}
 	if err := workflow.ExecuteActivity(short, ActFinishMediaJob, activities.FinishJobInput{Result: res}).Get(ctx, nil); err != nil {
 		// The outcome cannot be recorded as it is: record a failure, which
@@ -175,6 +218,10 @@ func admitJob(ctx, short workflow.Context, in MediaJobInput) (JobAdmission, erro
 		return JobAdmission{}, err
 	}
 	switch {
+	case opened.Busy:
+		return JobAdmission{Busy: true}, nil
+	case opened.OverQuota != nil:
+		return JobAdmission{OverQuota: opened.OverQuota}, nil
 	case opened.Insufficient:
 		return JobAdmission{Insufficient: true, Balance: opened.Balance, Price: in.Job.Price}, nil
 	case len(opened.Missing) > 0:
@@ -183,6 +230,27 @@ func admitJob(ctx, short workflow.Context, in MediaJobInput) (JobAdmission, erro
 		return JobAdmission{Conflict: true, Job: opened.Job}, nil
 	}
 	return JobAdmission{Accepted: true, Existing: opened.Existing, Job: opened.Job}, nil
+}
+
+// timedOut says the work reached the job's own deadline (not a lost
+// worker's heartbeat timeout), and how many seconds of media its attempts
+// encoded by then, as their last heartbeat said (activities.JobProgress;
+// 0 without one).
+func timedOut(err error) (float64, bool) {
+	var te *temporal.TimeoutError
+	if !errors.As(err, &te) {
+		return 0, false
+	}
+	switch te.TimeoutType() {
+	case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
+	default:
+		return 0, false
+	}
+	var p activities.JobProgress
+	if te.HasLastHeartbeatDetails() && te.LastHeartbeatDetails(&p) != nil {
+		p = activities.JobProgress{}
+	}
+	return p.Done(), true
 }
 
 // jobFailure is the failure in the job's own words, without Temporal's

@@ -3,11 +3,13 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -15,6 +17,7 @@ import (
 	"conduit/activities"
 	"conduit/internal/media"
 	"conduit/internal/money"
+	"conduit/internal/pricing"
 	"conduit/internal/store"
 )
 
@@ -119,6 +122,12 @@ func TestFailedGenerationNodeChargesNothing(t *testing.T) {
 
 func runJob(t *testing.T, work func(context.Context, activities.MediaJobWork) (store.MediaItem, error), finishFails bool) (JobAdmission, []activities.FinishJobInput) {
 	t.Helper()
+	return runJobWith(t, work, finishFails, nil)
+}
+
+// runJobWith is runJob with its input changed by edit first.
+func runJobWith(t *testing.T, work func(context.Context, activities.MediaJobWork) (store.MediaItem, error), finishFails bool, edit func(*MediaJobInput)) (JobAdmission, []activities.FinishJobInput) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	lib := &activities.Library{}
@@ -150,10 +159,14 @@ func runJob(t *testing.T, work func(context.Context, activities.MediaJobWork) (s
 	}, 0)
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	env.SetStartTime(t0)
-	env.ExecuteWorkflow(MediaEdit, MediaJobInput{
+	in := MediaJobInput{
 		Job:    MediaJob{ID: "job_1", AccountID: "acct_1", Kind: "assemble", Operation: media.OpConcat, SourceItems: []string{"med_a", "med_b"}, CreatedAt: t0},
 		ItemID: "med_out", Spec: media.EditSpec{Op: media.OpConcat}, Timeout: time.Minute, HeartbeatTimeout: 10 * time.Second,
-	})
+	}
+	if edit != nil {
+		edit(&in)
+	}
+	env.ExecuteWorkflow(MediaEdit, in)
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}
@@ -192,5 +205,65 @@ func TestMediaEditUnrecordableSuccessIsUndone(t *testing.T) {
 	}, true)
 	if len(fin) != 2 || fin[1].Result.Item != nil || fin[1].Discard != "library/med_out.mp3" || fin[1].Result.Error == "" {
 		t.Fatalf("finish %+v", fin)
+	}
+}
+
+// meteredJob is a job priced at 0.0002 USD a second (at least 0.01),
+// holding the price of 600 s.
+func meteredJob(in *MediaJobInput) {
+	in.Rate = pricing.JobRate{PerSecond: 200, Minimum: 10_000}
+	in.Job.Price = in.Rate.Charge(600)
+}
+
+// A metered job is charged the seconds of media it made, on the library's
+// own work queue.
+func TestMeteredJobIsChargedItsOutputsSeconds(t *testing.T) {
+	var queue string
+	_, fin := runJobWith(t, func(ctx context.Context, w activities.MediaJobWork) (store.MediaItem, error) {
+		queue = activity.GetInfo(ctx).TaskQueue
+		d := 90 * time.Second
+		return store.MediaItem{ID: w.ItemID, BlobKey: "library/med_out.mp3", Duration: &d}, nil
+	}, false, meteredJob)
+	if queue != LibraryWorkQueue {
+		t.Errorf("the work ran on %q", queue)
+	}
+	if len(fin) != 1 || fin[0].Result.Charge == nil || *fin[0].Result.Charge != 18_000 {
+		t.Fatalf("finish %+v", fin)
+	}
+}
+
+// A job that reaches its timeout is charged what its heartbeats said it
+// encoded (across attempts), not released free; a lost worker's
+// heartbeat timeout and a failure are not charged.
+func TestTimedOutJobIsChargedTheWorkDone(t *testing.T) {
+	_, fin := runJobWith(t, func(context.Context, activities.MediaJobWork) (store.MediaItem, error) {
+		return store.MediaItem{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, activities.JobProgress{Stage: "editing", Encoded: 240, Earlier: 60})
+	}, false, meteredJob)
+	if len(fin) != 1 || fin[0].Result.Item != nil || fin[0].Result.Charge == nil || *fin[0].Result.Charge != 60_000 ||
+		!strings.Contains(fin[0].Result.Error, "300.0 s of media encoded") {
+		t.Fatalf("finish %+v", fin)
+	}
+	// Without a heartbeat: the minimum.
+	_, fin = runJobWith(t, func(context.Context, activities.MediaJobWork) (store.MediaItem, error) {
+		return store.MediaItem{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	}, false, meteredJob)
+	if len(fin) != 1 || fin[0].Result.Charge == nil || *fin[0].Result.Charge != 10_000 {
+		t.Fatalf("finish %+v", fin)
+	}
+	// Never more than the hold.
+	_, fin = runJobWith(t, func(context.Context, activities.MediaJobWork) (store.MediaItem, error) {
+		return store.MediaItem{}, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE, nil, activities.JobProgress{Encoded: 5000})
+	}, false, meteredJob)
+	if len(fin) != 1 || fin[0].Result.Charge == nil || *fin[0].Result.Charge != 120_000 {
+		t.Fatalf("finish %+v", fin)
+	}
+	for _, err := range []error{
+		temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil, activities.JobProgress{Encoded: 240}),
+		temporal.NewNonRetryableApplicationError("the items to join must all be videos or all be audio", activities.ErrTypeMediaJob, nil),
+	} {
+		_, fin = runJobWith(t, func(context.Context, activities.MediaJobWork) (store.MediaItem, error) { return store.MediaItem{}, err }, false, meteredJob)
+		if len(fin) != 1 || fin[0].Result.Charge != nil {
+			t.Fatalf("%v: finish %+v", err, fin)
+		}
 	}
 }

@@ -109,4 +109,10 @@ const (
 	// ChangeDataflow (PipelineRun): each node starts as soon as its inputs
 	// are ready instead of layer by layer.
 	ChangeDataflow = "pipeline-dataflow"
+	// ChangeMeteredMediaJobs (MediaEdit): the work runs on the library's
+	// own queue (LibraryWorkQueue) and the job is charged by the seconds
+	// of media it made (its Rate), or, when it reached its timeout, by
+	// the seconds its heartbeats reported encoded; a job that carries no
+	// Rate keeps its flat price.
+	ChangeMeteredMediaJobs = "metered-media-jobs"
 )

@@ -7,4 +7,9 @@ package workflows
 const (
 	// SystemQueue carries the platform's housekeeping workflows.
 	SystemQueue = "system"
+	// LibraryWorkQueue carries the media library's jobs' work (imports,
+	// assemblies, edits: ffmpeg), on slots of their own
+	// (media.library.concurrency), so no number of jobs can hold a slot
+	// a pay-per-call or pipeline render waits for on RenderWorkQueue.
+	LibraryWorkQueue = "library-work"
 )

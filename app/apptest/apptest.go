@@ -277,6 +277,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	cfg.X402.RateLimit = "100000-M"
 	cfg.SignIn.RateLimit = "100000-M"
 	cfg.OAuth.RegisterRateLimit = "100000-M"
+	cfg.Media.Images.UnpaidRateLimit = "100000-M"
 	// Card payments for credit packs: the local TEST MODE checkout, with a
 	// fresh webhook secret.
 	cfg.Checkout.Provider = "local"

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ulule/limiter/v3"
+
 	"conduit/internal/money"
 )
 
@@ -38,6 +40,24 @@ type Media struct {
 	Music  Music         `mapstructure:"music"`
 	// Library is the media library (docs/media.md).
 	Library Library `mapstructure:"library"`
+	// Images bounds the first-frame fetches of video requests that carry
+	// no payment yet (docs/media.md, docs/security.md).
+	Images Images `mapstructure:"images"`
+}
+
+// Images bounds unpaid image fetches: a video request with image_url but
+// no payment-signature makes the server download the image (the spec
+// checks it before the payment), so those fetches get their own, smaller
+// budget per client address and a short-lived verdict per URL.
+type Images struct {
+	// UnpaidRateLimit is the per-address budget of unpaid fetches
+	// ("10-M": 10 a minute), separate from x402.rate_limit.
+	UnpaidRateLimit string `mapstructure:"unpaid_rate_limit"`
+	// VerdictTTL is how long a URL's verdict (a usable image, or why not)
+	// answers unpaid requests without fetching it again.
+	VerdictTTL time.Duration `mapstructure:"verdict_ttl"`
+	// VerdictEntries bounds the verdicts kept (the oldest go first).
+	VerdictEntries int `mapstructure:"verdict_entries"`
 }
 
 // Library bounds the media library's files and jobs.
@@ -48,9 +68,24 @@ type Library struct {
 	// ImportMaxBytes and ImportTimeout bound a file imported from a URL.
 	ImportMaxBytes int64         `mapstructure:"import_max_bytes"`
 	ImportTimeout  time.Duration `mapstructure:"import_timeout"`
-	// JobPrice is what an import, assembly or edit costs in USD, held when
-	// it starts and charged only when it succeeds ("0": free).
+	// JobPrice is the least an import, assembly or edit costs in USD
+	// ("0": no minimum).
 	JobPrice string `mapstructure:"job_price"`
+	// PricePerSecond is what a job costs per second of media it produces
+	// (USD): the hold is the price of the longest output it may make, the
+	// charge that of what it made (docs/media.md).
+	PricePerSecond string `mapstructure:"price_per_second"`
+	// MaxOutputSeconds and MaxOutputBytes cap one job's output, judged
+	// from its inputs before any work (and enforced while it works).
+	MaxOutputSeconds int   `mapstructure:"max_output_seconds"`
+	MaxOutputBytes   int64 `mapstructure:"max_output_bytes"`
+	// Concurrency is how many jobs one worker runs at once, on the
+	// library's own task queue (library-work), apart from the renders.
+	Concurrency int `mapstructure:"concurrency"`
+	// AccountJobs is how many jobs one account may have running at once.
+	AccountJobs int `mapstructure:"account_jobs"`
+	// QuotaBytes is how many bytes of files an account's library may hold.
+	QuotaBytes int64 `mapstructure:"quota_bytes"`
 	// JobTimeout bounds one job's work across its attempts.
 	JobTimeout time.Duration `mapstructure:"job_timeout"`
 	// FFprobe is the ffprobe binary that reads imported and made files.
@@ -141,29 +176,38 @@ var brandFilter = []string{
 }
 
 var mediaDefaults = map[string]any{
-	"media.secret":                    "",
-	"media.ticket_ttl":                "720h",
-	"media.heartbeat_timeout":         "30s",
-	"media.keep_alive":                "2s",
-	"media.ffmpeg":                    "ffmpeg",
-	"media.blob.backend":              "local",
-	"media.blob.dir":                  "",
-	"media.blob.s3.bucket":            "",
-	"media.blob.s3.prefix":            "",
-	"media.blob.s3.region":            "us-east-1",
-	"media.blob.s3.endpoint":          "",
-	"media.blob.s3.path_style":        false,
-	"media.blob.s3.access_key_id":     "",
-	"media.blob.s3.secret_access_key": "",
-	"media.queue.base_url":            "",
-	"media.queue.api_key":             "",
-	"media.queue.poll_every":          "2s",
-	"media.library.link_ttl":          "24h",
-	"media.library.import_max_bytes":  100 << 20,
-	"media.library.import_timeout":    "60s",
-	"media.library.job_price":         "0.01",
-	"media.library.job_timeout":       "10m",
-	"media.library.ffprobe":           "ffprobe",
+	"media.secret":                     "",
+	"media.ticket_ttl":                 "720h",
+	"media.heartbeat_timeout":          "30s",
+	"media.keep_alive":                 "2s",
+	"media.ffmpeg":                     "ffmpeg",
+	"media.blob.backend":               "local",
+	"media.blob.dir":                   "",
+	"media.blob.s3.bucket":             "",
+	"media.blob.s3.prefix":             "",
+	"media.blob.s3.region":             "us-east-1",
+	"media.blob.s3.endpoint":           "",
+	"media.blob.s3.path_style":         false,
+	"media.blob.s3.access_key_id":      "",
+	"media.blob.s3.secret_access_key":  "",
+	"media.queue.base_url":             "",
+	"media.queue.api_key":              "",
+	"media.queue.poll_every":           "2s",
+	"media.library.link_ttl":           "24h",
+	"media.library.import_max_bytes":   100 << 20,
+	"media.library.import_timeout":     "60s",
+	"media.library.job_price":          "0.01",
+	"media.library.job_timeout":        "10m",
+	"media.library.price_per_second":   "0.0002",
+	"media.library.max_output_seconds": 600,
+	"media.library.max_output_bytes":   200 << 20,
+	"media.library.concurrency":        2,
+	"media.library.account_jobs":       1,
+	"media.library.quota_bytes":        2 << 30,
+	"media.images.unpaid_rate_limit":   "10-M",
+	"media.images.verdict_ttl":         "60s",
+	"media.images.verdict_entries":     10000,
+	"media.library.ffprobe":            "ffprobe",
 	"media.video": []map[string]any{
 		{"id": "lumen-h3", "label": "Lumen H3", "default": true, "first_frame": false,
 			"note":   "768p, native audio, fewest prompt refusals",
@@ -216,7 +260,8 @@ func (c *Config) validateMedia() []error {
 		bad("media.secret (%s_MEDIA_SECRET) must be at least 32 characters", EnvPrefix)
 	}
 	for name, d := range map[string]time.Duration{"ticket_ttl": m.TicketTTL, "heartbeat_timeout": m.HeartbeatTimeout, "keep_alive": m.KeepAlive, "queue.poll_every": m.Queue.PollEvery,
-		"library.link_ttl": m.Library.LinkTTL, "library.import_timeout": m.Library.ImportTimeout, "library.job_timeout": m.Library.JobTimeout} {
+		"library.link_ttl": m.Library.LinkTTL, "library.import_timeout": m.Library.ImportTimeout, "library.job_timeout": m.Library.JobTimeout,
+		"images.verdict_ttl": m.Images.VerdictTTL} {
 		if d <= 0 {
 			bad("media.%s must be a positive duration", name)
 		}
@@ -226,6 +271,24 @@ func (c *Config) validateMedia() []error {
 	}
 	if usd, err := money.ParseUSD(m.Library.JobPrice); err != nil || usd < 0 {
 		bad("media.library.job_price (%s_MEDIA_LIBRARY_JOB_PRICE) must be a USD amount of 0 or more, got %q", EnvPrefix, m.Library.JobPrice)
+	}
+	if usd, err := money.ParseUSD(m.Library.PricePerSecond); err != nil || usd < 0 {
+		bad("media.library.price_per_second (%s_MEDIA_LIBRARY_PRICE_PER_SECOND) must be a USD amount of 0 or more, got %q", EnvPrefix, m.Library.PricePerSecond)
+	}
+	for name, n := range map[string]int64{"max_output_seconds": int64(m.Library.MaxOutputSeconds), "max_output_bytes": m.Library.MaxOutputBytes,
+		"concurrency": int64(m.Library.Concurrency), "account_jobs": int64(m.Library.AccountJobs), "quota_bytes": m.Library.QuotaBytes} {
+		if n <= 0 {
+			bad("media.library.%s must be a positive number", name)
+		}
+	}
+	if m.Library.Concurrency > 256 {
+		bad("media.library.concurrency must be 1 to 256")
+	}
+	if _, err := limiter.NewRateFromFormatted(m.Images.UnpaidRateLimit); err != nil {
+		bad("media.images.unpaid_rate_limit (%s_MEDIA_IMAGES_UNPAID_RATE_LIMIT) %q must look like 10-M (count per S, M or H)", EnvPrefix, m.Images.UnpaidRateLimit)
+	}
+	if m.Images.VerdictEntries <= 0 {
+		bad("media.images.verdict_entries must be a positive number")
 	}
 	switch m.Blob.Backend {
 	case "local":

@@ -99,6 +99,9 @@ type Fetcher struct {
 	// Trusted networks are exempt from the address block (operators who
 	// host images on a private network).
 	Trusted []netip.Prefix
+	// Verdicts (may be nil) remembers what fetches of a URL concluded,
+	// for CheckUnpaid.
+	Verdicts *Verdicts
 }
 
 // CheckURL applies the rules that need no network: plain https, no
@@ -218,9 +221,14 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (Image, error) {
 	}
 	var buf bytes.Buffer
 	if _, _, err := f.download(ctx, raw, &buf, request{field: "image_url", what: "the image", accept: "image/jpeg, image/png, image/webp", limit: limit, timeout: f.Timeout}); err != nil {
+		if ctx.Err() == nil {
+			f.fetched(raw, err)
+		}
 		return Image{}, err
 	}
-	return Sniff(buf.Bytes())
+	img, err := Sniff(buf.Bytes())
+	f.fetched(raw, err)
+	return img, err
 }
 
 // Download is for other files than first frames: the same rules (plain

@@ -72,9 +72,11 @@ type Job struct {
 	Items     []string `json:"items,omitempty" jsonschema:"the source items"`
 	URL       string   `json:"url,omitempty" jsonschema:"the imported URL"`
 	Params    Params   `json:"params"`
-	// PriceUSD is charged when the job succeeds; a failed job costs
-	// nothing.
-	PriceUSD money.Micros `json:"priceUsd" jsonschema:"what the job costs in USD, charged only when it succeeds"`
+	// PriceUSD is what is held while the job runs (the price of the
+	// longest output it may make) and, once it has finished, what it was
+	// charged: the seconds of media it made, nothing for a failure, the
+	// work done for a job that reached its timeout.
+	PriceUSD money.Micros `json:"priceUsd" jsonschema:"while running, what is held in USD (the price of the longest output it may make); once finished, what was charged: its output's seconds at the per-second price (with a minimum), nothing when it failed"`
 	// Item is the new library item (success).
 	Item *Item `json:"item,omitempty" jsonschema:"the item the job made, once it succeeded"`
 	// ItemDeleted says the item was made and deleted since.
@@ -111,6 +113,8 @@ type jobRequest struct {
 	spec    media.EditSpec
 	params  Params
 	wait    int
+	// out is the output predicted from the inputs (caps, hold, quota).
+	out output
 }
 
 // AssembleMedia combines library items into a new item as the durable
@@ -217,6 +221,10 @@ func (s *Service) checkAssemble(ctx context.Context, account string, in Assemble
 			return jobRequest{}, invalid("delay", "delay must be less than items[0]'s length (%.2f s)", main)
 		}
 		r.spec.BackgroundVolume, r.spec.Delay, r.params.BackgroundVolume, r.params.Delay = bg, delay, &bg, &delay
+	}
+	r.out = outputOf(r.spec, items)
+	if err := s.checkOutput("items", r.out); err != nil {
+		return jobRequest{}, err
 	}
 	return r, nil
 }
@@ -336,6 +344,14 @@ func (s *Service) checkEdit(ctx context.Context, account string, in EditMediaArg
 		}
 		r.spec.Format, r.params.Format = f, f
 	}
+	r.out = outputOf(r.spec, items)
+	field := "item"
+	if in.Operation == media.OpTrim {
+		field = "end"
+	}
+	if err := s.checkOutput(field, r.out); err != nil {
+		return jobRequest{}, err
+	}
 	return r, nil
 }
 
@@ -369,7 +385,14 @@ func (s *Service) Import(ctx context.Context, account string, in ImportMediaArgs
 		}
 		return Job{}, err
 	}
-	return s.start(ctx, account, jobRequest{kind: "import", op: "import", url: in.URL, wait: in.WaitSeconds}, key)
+	return s.start(ctx, account, jobRequest{kind: "import", op: "import", url: in.URL, wait: in.WaitSeconds, out: s.importOutput()}, key)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func checkWait(n int) error {
@@ -438,11 +461,17 @@ func (s *Service) start(ctx context.Context, account string, r jobRequest, key s
 	}
 	params, _ := json.Marshal(r.params)
 	now := time.Now()
+	// The hold is the price of the output the job may make; the charge,
+	// that of what it made (the workflow computes it with the same rate).
+	rate := s.rate()
+	hold := rate.Charge(r.out.seconds)
 	in := workflows.MediaJobInput{
 		Job: workflows.MediaJob{ID: store.NewID("job"), AccountID: account, Kind: r.kind, Operation: r.op, SourceItems: r.sources, SourceURL: r.url,
-			Params: params, Price: s.JobPrice, IdempotencyKey: key, RequestHash: requestHash(r), CreatedAt: now.UTC()},
+			Params: params, Price: hold, IdempotencyKey: key, RequestHash: requestHash(r), CreatedAt: now.UTC(),
+			ReserveBytes: r.out.bytes, QuotaBytes: s.Config.QuotaBytes, MaxRunning: s.Config.AccountJobs},
 		ItemID: store.NewID("med"), URL: r.url, Spec: r.spec,
 		Timeout: s.Config.JobTimeout, HeartbeatTimeout: s.HeartbeatTimeout,
+		Rate: rate, MaxBytes: s.Config.MaxOutputBytes, MaxSeconds: float64(s.Config.MaxOutputSeconds),
 	}
 	if key != "" {
 		in.Job.ID = jobIDFor(account, key)
@@ -483,10 +512,17 @@ func (s *Service) start(ctx context.Context, account string, r jobRequest, key s
 			msg = "the job could not be admitted now; retry with the same Idempotency-Key: it is charged at most once"
 		}
 		return Job{}, &errs.Error{Kind: errs.Unavailable, Msg: msg, RetryAfter: time.Second}
+	case adm.Busy:
+		n := s.Config.AccountJobs
+		return Job{}, &errs.Error{Kind: errs.TooManyRequests, Code: "MEDIA_JOBS_BUSY", RetryAfter: 5 * time.Second,
+			Msg:   fmt.Sprintf("this account already has %d media job%s running (media.library.account_jobs); wait for %s to finish, then try again", n, plural(n), map[bool]string{true: "it", false: "one"}[n == 1]),
+			Extra: map[string]any{"maxRunningJobs": n}}
+	case adm.OverQuota != nil:
+		return Job{}, s.overQuota(adm.OverQuota, r.out.bytes)
 	case adm.Insufficient:
 		return Job{}, &errs.Error{Kind: errs.PaymentRequired, Code: "INSUFFICIENT_CREDITS",
-			Msg:   fmt.Sprintf("insufficient credits: this job costs %s USD and the balance is %s USD; top up to continue", adm.Price, adm.Balance),
-			Extra: map[string]any{"balanceUsd": adm.Balance, "topUpUrl": s.TopUpURL}}
+			Msg:   fmt.Sprintf("insufficient credits: this job holds %s USD (the price of the longest output it may make) and the balance is %s USD; top up to continue", adm.Price, adm.Balance),
+			Extra: map[string]any{"balanceUsd": adm.Balance, "requiredUsd": adm.Price, "topUpUrl": s.TopUpURL}}
 	case len(adm.Missing) > 0:
 		e := errs.NotFoundf("item %s not found (deleted meanwhile?)", strings.Join(adm.Missing, ", "))
 		e.Extra = map[string]any{"field": "items"}
@@ -497,7 +533,7 @@ func (s *Service) start(ctx context.Context, account string, r jobRequest, key s
 		return Job{}, &errs.Error{Kind: errs.Unavailable, Msg: "the job could not be admitted in time; nothing was charged, try again", RetryAfter: time.Second}
 	}
 	if !adm.Existing {
-		log.Info("media job started", "kind", r.kind, "price", s.JobPrice)
+		log.Info("media job started", "kind", r.kind, "hold", hold, "output_seconds", r.out.seconds, "output_bytes", r.out.bytes)
 	}
 	return s.await(ctx, account, adm.Job.ID, r.wait)
 }

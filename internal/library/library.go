@@ -40,9 +40,11 @@ type Service struct {
 	Generation pricing.Generation
 	Fetcher    *imagefetch.Fetcher
 	Config     config.Library
-	// JobPrice is what an import, assembly or edit costs (charged on
-	// success only).
+	// JobPrice is the least an import, assembly or edit costs; Rate is
+	// what it costs by the seconds of media it makes (its Minimum is
+	// JobPrice). A service without a Rate charges JobPrice a job.
 	JobPrice money.Micros
+	Rate     pricing.JobRate
 	// HeartbeatTimeout is how long a render or job may go silent before
 	// another worker takes it over.
 	HeartbeatTimeout time.Duration

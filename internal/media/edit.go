@@ -89,6 +89,23 @@ type Editor struct {
 // A bad combination is a non-retryable *FailedError at step "validate";
 // an ffmpeg failure one at step "edit" with ffmpeg's words.
 func (e *Editor) Edit(ctx context.Context, spec EditSpec, sources []Source, workdir string, progress func(string)) (Output, error) {
+	return e.EditLimited(ctx, spec, sources, workdir, Limits{Progress: progress})
+}
+
+// Limits bound one edit and watch it.
+type Limits struct {
+	// MaxBytes caps the file written (ffmpeg's -fs: it stops there, and
+	// the caller refuses a file that reached it); 0 is no cap.
+	MaxBytes int64
+	// Progress (may be nil) hears "encoding N%".
+	Progress func(string)
+	// Encoded (may be nil) hears how much of the output ffmpeg encoded
+	// so far (its -progress out_time): the work a job is charged for.
+	Encoded func(time.Duration)
+}
+
+// EditLimited is Edit within limits.
+func (e *Editor) EditLimited(ctx context.Context, spec EditSpec, sources []Source, workdir string, lim Limits) (Output, error) {
 	if len(sources) == 0 {
 		return Output{}, invalid("an edit needs at least one source file")
 	}
@@ -125,7 +142,7 @@ func (e *Editor) Edit(ctx context.Context, spec EditSpec, sources []Source, work
 	if err != nil {
 		return Output{}, err
 	}
-	return e.run(ctx, p, sources, workdir, progress)
+	return e.run(ctx, p, sources, workdir, lim)
 }
 
 func invalid(msg string) error { return &FailedError{Step: "validate", Message: msg} }
@@ -141,7 +158,8 @@ type plan struct {
 	duration  time.Duration
 }
 
-func (e *Editor) run(ctx context.Context, p plan, sources []Source, workdir string, progress func(string)) (Output, error) {
+func (e *Editor) run(ctx context.Context, p plan, sources []Source, workdir string, lim Limits) (Output, error) {
+	progress := lim.Progress
 	var args []string
 	for i, s := range sources {
 		abs, err := filepath.Abs(s.Path)
@@ -168,10 +186,13 @@ func (e *Editor) run(ctx context.Context, p plan, sources []Source, workdir stri
 	if p.duration > 0 {
 		args = append(args, "-t", secs(p.duration.Seconds()))
 	}
+	if lim.MaxBytes > 0 {
+		args = append(args, "-fs", strconv.FormatInt(lim.MaxBytes, 10))
+	}
 	part, out := "edit.part."+p.out.ext, "edit."+p.out.ext
 	args = append(args, "-fflags", "+bitexact", "file:"+part)
 	report(progress, "encoding")
-	r := ffmpegRun{bin: e.FFmpeg, dir: workdir, step: "edit", args: args, duration: p.duration, progress: progress}
+	r := ffmpegRun{bin: e.FFmpeg, dir: workdir, step: "edit", args: args, duration: p.duration, progress: progress, encoded: lim.Encoded}
 	if err := r.run(ctx); err != nil {
 		_ = os.Remove(filepath.Join(workdir, part))
 		return Output{}, err

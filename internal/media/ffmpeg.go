@@ -26,6 +26,9 @@ type ffmpegRun struct {
 	args     []string
 	duration time.Duration // expected output length, for progress percent
 	progress func(string)
+	// encoded (may be nil) hears ffmpeg's out_time: the output encoded so
+	// far.
+	encoded func(time.Duration)
 }
 
 // run runs ffmpeg with -progress on stdout and reports the percentage
@@ -80,7 +83,7 @@ func (r ffmpegRun) readProgress(stdout io.Reader) {
 	last := -1
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), "=")
-		if !ok || r.progress == nil || r.duration <= 0 {
+		if !ok || (r.encoded == nil && (r.progress == nil || r.duration <= 0)) {
 			continue
 		}
 		// out_time_us is microseconds (out_time_ms is too, despite its
@@ -90,6 +93,12 @@ func (r ffmpegRun) readProgress(stdout io.Reader) {
 		}
 		us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		if err != nil || us < 0 {
+			continue
+		}
+		if r.encoded != nil {
+			r.encoded(time.Duration(us) * time.Microsecond)
+		}
+		if r.progress == nil || r.duration <= 0 {
 			continue
 		}
 		pct := min(int(time.Duration(us)*time.Microsecond*100/r.duration), 100)

@@ -41,10 +41,10 @@ type speechRequest struct {
 }
 
 // speechOrder prices speech by its characters and voice.
-func (s *Service) speechOrder(_ context.Context, decode func(any) error) (order, error) {
+func (s *Service) speechOrder(_ context.Context, p Purchase) (order, error) {
 	cat := s.Media.Speech
 	var b speechRequest
-	if err := decode(&b); err != nil {
+	if err := p.Decode(&b); err != nil {
 		return order{}, err
 	}
 	text, err := checkText("text", b.Text, true, cat.MaxChars)
@@ -75,10 +75,10 @@ type musicRequest struct {
 }
 
 // musicOrder prices a track by its length.
-func (s *Service) musicOrder(_ context.Context, decode func(any) error) (order, error) {
+func (s *Service) musicOrder(_ context.Context, p Purchase) (order, error) {
 	cat := s.Media.Music
 	var b musicRequest
-	if err := decode(&b); err != nil {
+	if err := p.Decode(&b); err != nil {
 		return order{}, err
 	}
 	prompt, err := checkText("prompt", b.Prompt, true, cat.MaxPromptChars)
@@ -121,11 +121,13 @@ type videoRequest struct {
 }
 
 // videoOrder checks a video request (spec §4.6), fetching its image, and
-// prices it.
-func (s *Service) videoOrder(ctx context.Context, decode func(any) error) (order, error) {
+// prices it. Without a payment the image is only judged (its verdict may
+// be remembered from a moment ago), the fetch spent from the caller's
+// budget of unpaid fetches (Purchase.UnpaidFetch), and its bytes dropped.
+func (s *Service) videoOrder(ctx context.Context, p Purchase) (order, error) {
 	cat := s.Media.Video
 	var b videoRequest
-	if err := decode(&b); err != nil {
+	if err := p.Decode(&b); err != nil {
 		return order{}, err
 	}
 	prompt, err := checkText("prompt", b.Prompt, true, pricing.MaxPromptChars)
@@ -179,7 +181,13 @@ func (s *Service) videoOrder(ctx context.Context, decode func(any) error) (order
 	req.Model, req.Seconds = sale.Model.ID, sale.Seconds
 	o := order{kind: s.kind(mediakind.Video), price: sale.Price, async: b.Async != nil && *b.Async,
 		description: fmt.Sprintf("%d-second %s video (%s)", sale.Seconds, req.AspectRatio, sale.Model.ID)}
-	if withImage {
+	switch {
+	case withImage && p.Payment == "":
+		if err := s.Media.Images.CheckUnpaid(ctx, *b.ImageURL, p.UnpaidFetch); err != nil {
+			return order{}, imageError(err)
+		}
+		req.ImageURL = *b.ImageURL
+	case withImage:
 		img, err := s.Media.Images.Fetch(ctx, *b.ImageURL)
 		if err != nil {
 			return order{}, imageError(err)

@@ -94,12 +94,12 @@ func New(s Service) *Service {
 type Kind struct {
 	mediakind.Kind
 	Path  string
-	order func(s *Service, ctx context.Context, decode func(any) error) (order, error)
+	order func(s *Service, ctx context.Context, p Purchase) (order, error)
 }
 
 // orderOf is a kind's request reader: what a buyer may ask of each kind
 // is the one thing pay-per-call does not read from the descriptor.
-func orderOf(name string) func(s *Service, ctx context.Context, decode func(any) error) (order, error) {
+func orderOf(name string) func(s *Service, ctx context.Context, p Purchase) (order, error) {
 	switch name {
 	case mediakind.Speech:
 		return (*Service).speechOrder

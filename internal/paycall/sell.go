@@ -35,6 +35,10 @@ type Purchase struct {
 	// its payment verified (forged headers cannot spend another wallet's
 	// budget); a refusal stops the sale.
 	Limit func(network, payer string) error
+	// UnpaidFetch (may be nil) spends one image fetch from the caller's
+	// budget of fetches for requests without a payment; a refusal stops
+	// the request before anything is fetched.
+	UnpaidFetch func() error
 }
 
 // Sold is a sale or retry accepted, or the already-paid answer.
@@ -59,7 +63,7 @@ func (s *Service) Sell(ctx context.Context, p Purchase) (Sold, error) {
 		return Sold{}, err
 	}
 	k := s.kind(p.Kind)
-	o, err := k.order(s, ctx, p.Decode)
+	o, err := k.order(s, ctx, p)
 	if err != nil {
 		return Sold{}, err
 	}

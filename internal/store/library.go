@@ -176,13 +176,30 @@ type NewMediaJob struct {
 	IdempotencyKey string
 	RequestHash    string
 	CreatedAt      time.Time
+	// ReserveBytes is the most the job may add to the account's library;
+	// QuotaBytes is what the library may hold (0: no quota); MaxRunning is
+	// how many jobs the account may have running (0: no bound).
+	ReserveBytes int64
+	QuotaBytes   int64
+	MaxRunning   int
 }
 
 // Errors of OpenMediaJob; nothing is written with either.
 var (
 	// ErrMissingItems: a source item is not (or no longer) the account's.
 	ErrMissingItems = errors.New("source items missing")
+	// ErrJobsBusy: the account has MaxRunning jobs running already.
+	ErrJobsBusy = errors.New("too many jobs running")
+	// ErrMediaQuota: the job's output could overrun the account's quota.
+	ErrMediaQuota = errors.New("media quota exceeded")
 )
+
+// OverQuota says how full the account's library is: Used bytes stored,
+// Reserved by its running jobs, of Quota.
+type OverQuota struct{ Used, Reserved, Quota int64 }
+
+func (e *OverQuota) Error() string { return "media quota exceeded" }
+func (e *OverQuota) Unwrap() error { return ErrMediaQuota }
 
 // MissingItems names the source items that are not the account's.
 type MissingItems struct{ IDs []string }
@@ -252,6 +269,9 @@ func (s *Store) OpenMediaJob(ctx context.Context, n NewMediaJob) (job MediaJob, 
 				return &MissingItems{IDs: missing}
 			}
 		}
+		if err := admitShareTx(ctx, tx, n); err != nil {
+			return err
+		}
 		holdID := ""
 		if n.Price > 0 {
 			if holdID, err = holdTx(ctx, tx, n.AccountID, n.Price, "media-job/"+n.ID); err != nil {
@@ -264,13 +284,48 @@ func (s *Store) OpenMediaJob(ctx context.Context, n NewMediaJob) (job MediaJob, 
 		}
 		job, err = scanJob(tx.QueryRow(ctx, `
 			INSERT INTO media_jobs (id, account_id, kind, operation, source_items, source_url, params, status, price_micros, hold_id,
-				idempotency_key, request_hash, created_at)
-			VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, 'running', $8, $9, $10, $11, $12)
+				idempotency_key, request_hash, created_at, reserve_bytes)
+			VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, 'running', $8, $9, $10, $11, $12, $13)
 			RETURNING `+jobCols, n.ID, n.AccountID, n.Kind, n.Operation, n.SourceItems, n.SourceURL, n.Params, n.Price, holdID,
-			key, n.RequestHash, n.CreatedAt))
+			key, n.RequestHash, n.CreatedAt, max(n.ReserveBytes, 0)))
 		return err
 	})
 	return job, existing, err
+}
+
+// admitShareTx applies the account's share of the library to a new job,
+// under a lock per account so jobs admitted together are counted
+// together: at most MaxRunning running, and the stored bytes plus what
+// the running jobs and this one may add within QuotaBytes.
+func admitShareTx(ctx context.Context, tx pgx.Tx, n NewMediaJob) error {
+	if n.MaxRunning <= 0 && n.QuotaBytes <= 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('media-account/' || $1))`, n.AccountID); err != nil {
+		return err
+	}
+	var running int
+	var reserved, used int64
+	if err := tx.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM media_jobs WHERE account_id = $1 AND status = 'running'),
+		       (SELECT coalesce(sum(reserve_bytes), 0) FROM media_jobs WHERE account_id = $1 AND status = 'running'),
+		       (SELECT coalesce(sum(size_bytes), 0) FROM media_items WHERE account_id = $1)`, n.AccountID).Scan(&running, &reserved, &used); err != nil {
+		return err
+	}
+	if n.MaxRunning > 0 && running >= n.MaxRunning {
+		return ErrJobsBusy
+	}
+	if n.QuotaBytes > 0 && used+reserved+n.ReserveBytes > n.QuotaBytes {
+		return &OverQuota{Used: used, Reserved: reserved, Quota: n.QuotaBytes}
+	}
+	return nil
+}
+
+// MediaUsage is how many bytes of files the account's library holds.
+func (s *Store) MediaUsage(ctx context.Context, account string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(size_bytes), 0) FROM media_items WHERE account_id = $1`, account).Scan(&n)
+	return n, err
 }
 
 // CountMediaJobs counts the account's jobs (tests: refused requests write
@@ -293,6 +348,12 @@ type MediaJobResult struct {
 	Item       *MediaItem
 	Error      string
 	FinishedAt time.Time
+	// Charge, when set, is what the job is charged (at most its hold): a
+	// metered job's price of what it made, or of the work it did before
+	// its deadline (a failure that still costs). Unset: a success costs
+	// the job's price and a failure nothing (jobs admitted before jobs
+	// were metered).
+	Charge *money.Micros `json:",omitempty"`
 }
 
 // FinishMediaJob records how a job ended in one transaction: on success
@@ -307,29 +368,39 @@ func (s *Store) FinishMediaJob(ctx context.Context, res MediaJobResult) error {
 	if j.Status != "running" {
 		return nil // already finished: a retried activity
 	}
+	charge := money.Micros(0)
+	switch {
+	case res.Charge != nil:
+		charge = min(max(*res.Charge, 0), j.Price)
+	case res.Item != nil:
+		charge = j.Price
+	}
+	if j.HoldID == "" {
+		charge = 0 // nothing was held: a free job
+	}
 	write := func(tx pgx.Tx) error {
 		if res.Item == nil {
-			_, err := tx.Exec(ctx, `UPDATE media_jobs SET status = 'error', error = $2, finished_at = $3 WHERE id = $1 AND status = 'running'`,
-				res.JobID, res.Error, res.FinishedAt)
+			_, err := tx.Exec(ctx, `UPDATE media_jobs SET status = 'error', error = $2, finished_at = $3, price_micros = $4, reserve_bytes = 0
+				WHERE id = $1 AND status = 'running'`, res.JobID, res.Error, res.FinishedAt, charge)
 			return err
 		}
 		// The job says where the item came from: one record of provenance.
 		it := *res.Item
-		it.JobID, it.AccountID, it.Price = j.ID, j.AccountID, j.Price
+		it.JobID, it.AccountID, it.Price = j.ID, j.AccountID, charge
 		it.Operation, it.Params, it.SourceItems, it.SourceURL = j.Operation, j.Params, j.SourceItems, j.SourceURL
 		it.Origin = map[string]string{"import": OriginImported, "assemble": OriginAssembled, "edit": OriginEdited}[j.Kind]
 		if err := insertItemTx(ctx, tx, it); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE media_jobs SET status = 'success', item_id = $2, finished_at = $3 WHERE id = $1 AND status = 'running'`,
-			res.JobID, it.ID, res.FinishedAt)
+		_, err := tx.Exec(ctx, `UPDATE media_jobs SET status = 'success', item_id = $2, finished_at = $3, price_micros = $4, reserve_bytes = 0
+			WHERE id = $1 AND status = 'running'`, res.JobID, it.ID, res.FinishedAt, charge)
 		return err
 	}
 	switch {
 	case j.HoldID == "":
 		return pgx.BeginFunc(ctx, s.pool, write)
-	case res.Item != nil:
-		return s.Capture(ctx, j.HoldID, j.Price, write)
+	case charge > 0:
+		return s.Capture(ctx, j.HoldID, charge, write)
 	}
 	return s.Release(ctx, j.HoldID, write)
 }

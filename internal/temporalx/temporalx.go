@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/codec"
 )
@@ -35,6 +36,10 @@ func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.L
 			return nil, err
 		}
 		opts.DataConverter = cd.DataConverter()
+		// Failures carry payloads too (error details, a timed-out
+		// activity's last heartbeat): decoded with the same codec, or a
+		// workflow cannot read them.
+		opts.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: opts.DataConverter})
 	}
 	c, err := client.DialContext(dialCtx, opts)
 	if err != nil {
