@@ -76,7 +76,9 @@ func skipToken(t string, i int) int {
 	return i
 }
 
-func isNumSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '/' || c == '(' || c == ')' }
+func isNumSep(c byte) bool {
+	return c == ' ' || c == '-' || c == '.' || c == '/' || c == '(' || c == ')'
+}
 
 // isTimestamp: a date directly followed by a clock time is log metadata,
 // not a person's date.

@@ -138,7 +138,9 @@ func tokenEnd(t string, p int) int {
 	return e
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f' || c == '\v'
+}
 
 func isSpaceOrPunct(c byte) bool { return !isWordByte(c) }
 
