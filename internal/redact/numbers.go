@@ -29,7 +29,7 @@ func (sc *scanner) numbers() {
 		// Inside an identifier (INV12345, x86, a1b2-…, v1.2.3): skip the token.
 		if start > 0 && (isAlnum(t[start-1]) || t[start-1] == '_' || t[start-1] >= 0x80 ||
 			((t[start-1] == '-' || t[start-1] == '.' || t[start-1] == '/' || t[start-1] == '=') && start > 1 && isAlnum(t[start-2]))) {
-			i = skipToken(t, start)
+			i = max(skipToken(t, start), start+1)
 			continue
 		}
 		e := start + 1
