@@ -93,8 +93,10 @@ func equalFoldASCII(a, b string) bool {
 // street word found by the keyword pass.
 var (
 	capWord  = `[A-ZÀ-ÖØ-Þ][\p{L}'’-]*`
-	unitPart = `(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|Rm|Room|Bldg|Building)\.?\s*#?\s*[A-Za-z0-9-]{1,6}|,?\s+#\s*[A-Za-z0-9-]{1,6})?`
-	cityPart = `(?:,\s*` + capWord + `(?:\s` + capWord + `){0,2}(?:,?\s+(?:[A-Z]{2}|` + capWord + `))?(?:,?\s+(?:\d{5}(?:-\d{4})?|[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]\d[A-Z]\s?\d[A-Z]\d))?)?`
+	unitPart = `(?:,?\s+(?:Apt|Apartment|Suite|Ste|Unit|Flat|Floor|Fl|Rm|Room|Bldg|Building)\b\.?\s*#?\s*[A-Za-z0-9-]{1,6}\b|,?\s+#\s*[A-Za-z0-9-]{1,6})?`
+	cityWord = `[A-ZÀ-ÖØ-Þ][\p{Ll}'’-][\p{L}'’-]*`
+	postal   = `(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]\d[A-Z]\s?\d[A-Z]\d|\d{5}(?:-\d{4})?)`
+	cityPart = `(?:,\s*` + cityWord + `(?:\s` + cityWord + `){0,2}(?:,?\s+` + postal + `|,?\s+[A-Z]{2}(?:,?\s+` + postal + `)?)?)?`
 	ukPost   = `(?:,?\s+[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2})?`
 
 	addressREs = []*regexp.Regexp{
@@ -122,7 +124,10 @@ func (sc *scanner) addresses() {
 		for ws > 0 && ws < h.s && !isSpace(t[ws-1]) {
 			ws++
 		}
-		we := min(len(t), h.e+96)
+		we := min(len(t), h.e+160)
+		for we < len(t) && we-h.e < 256 && t[we] != '\n' && !isSpace(t[we-1]) {
+			we++
+		}
 		win := t[ws:we]
 		for _, re := range addressREs {
 			for _, m := range re.FindAllStringIndex(win, -1) {

@@ -312,7 +312,11 @@ func isLogLine(t string, i int) bool {
 }
 
 func (sc *scanner) nameOK(w word) bool {
-	return (w.shape == shCap || w.shape == shUpper) && w.e-w.s >= 2 && w.flags&fCommon == 0
+	if !(w.shape == shCap || w.shape == shUpper) || w.e-w.s < 2 {
+		return false
+	}
+	// a common word is a name when an email address in the text says so
+	return w.flags&fCommon == 0 || sc.names.email[sc.lowerWord(w)]
 }
 
 // gap is the text between two words.
@@ -500,6 +504,8 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 		return 0.8, "name-list"
 	case ambig && n >= 2 && !allUpper:
 		return 0.7, "name-list"
+	case n == 1 && !allUpper && !ambig && sc.verbAfter(j):
+		return 0.65, "name-verb"
 	case n >= 2 && n <= 3 && !allUpper && !ambig:
 		// shape alone: capitalised words none of which is common
 		if sc.titleCaseLine(i) {
@@ -562,7 +568,7 @@ func (sc *scanner) refind() {
 		if !sc.names.known[sc.lowerWord(w)] {
 			continue
 		}
-		if w.shape == shLower && w.flags&(fCommon|fAmbig) != 0 {
+		if w.shape == shLower && (w.flags&(fCommon|fAmbig) != 0 || w.flags&(fFirst|fLast) == 0) {
 			continue
 		}
 		j := i + 1
@@ -572,4 +578,15 @@ func (sc *scanner) refind() {
 		sc.add(Name, w.s, ws[j-1].e, 0.8, "name-refind", 0)
 		i = j - 1
 	}
+}
+
+// verbs that follow a person: "Alec said", "Imogen wrote".
+var personVerbs = map[string]bool{"said": true, "says": true, "asked": true, "asks": true, "wrote": true, "writes": true,
+	"told": true, "tells": true, "replied": true, "mentioned": true, "emailed": true, "texted": true, "phoned": true,
+	"thinks": true, "wants": true, "agreed": true, "explained": true, "promised": true, "confirmed": true, "sagte": true,
+	"schrieb": true, "dit": true, "a dit": true, "dijo": true, "disse": true, "escribió": true}
+
+func (sc *scanner) verbAfter(j int) bool {
+	ws := sc.words
+	return j < len(ws) && sc.gap(ws[j-1], ws[j]) == " " && personVerbs[sc.lowerWord(ws[j])]
 }

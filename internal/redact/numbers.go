@@ -28,7 +28,7 @@ func (sc *scanner) numbers() {
 		}
 		// Inside an identifier (INV12345, x86, a1b2-…, v1.2.3): skip the token.
 		if start > 0 && (isAlnum(t[start-1]) || t[start-1] == '_' || t[start-1] >= 0x80 ||
-			((t[start-1] == '-' || t[start-1] == '.' || t[start-1] == '/' || t[start-1] == '=') && start > 1 && isAlnum(t[start-2]))) {
+			((t[start-1] == '-' || t[start-1] == '.' || t[start-1] == '/') && start > 1 && isAlnum(t[start-2]))) {
 			i = max(skipToken(t, start), start+1)
 			continue
 		}
@@ -60,7 +60,7 @@ func (sc *scanner) numbers() {
 			i = skipToken(t, e)
 			continue
 		}
-		if isTimestamp(t, e) {
+		if isTimestamp(t, e) || isIPv4(t[start:e]) {
 			i = e
 			continue
 		}
@@ -91,10 +91,16 @@ func isTimestamp(t string, e int) bool {
 
 // classifyRun tries the run whole, then its space-separated pieces.
 func (sc *scanner) classifyRun(s, e int) {
-	if sc.classify(s, e) {
+	if sc.classify(s, e, true) {
 		return
 	}
 	t := sc.text
+	// a number with a country code or an area code in brackets that is not
+	// a valid phone number as a whole is not one in parts either
+	phones := t[s] != '+' && t[s] != '('
+	if t[s] == '(' {
+		s++
+	}
 	// Split at spaces (at most 8 pieces): the longest prefix that classifies wins.
 	var cuts []int
 	for k := s; k < e; k++ {
@@ -120,7 +126,7 @@ func (sc *scanner) classifyRun(s, e int) {
 			if end <= p {
 				break
 			}
-			if sc.classify(p, end) {
+			if sc.classify(p, end, phones) {
 				p = end
 				found = true
 				break
@@ -128,7 +134,7 @@ func (sc *scanner) classifyRun(s, e int) {
 		}
 		if !found {
 			// try the rest whole once, then drop the first piece
-			if p != s && sc.classify(p, e) {
+			if p != s && sc.classify(p, e, phones) {
 				return
 			}
 			nx := -1
@@ -150,7 +156,7 @@ func (sc *scanner) classifyRun(s, e int) {
 }
 
 // classify records what t[s:e] is, if anything.
-func (sc *scanner) classify(s, e int) bool {
+func (sc *scanner) classify(s, e int, phones bool) bool {
 	t := sc.text
 	raw := t[s:e]
 	var dbuf [40]byte
@@ -216,17 +222,16 @@ func (sc *scanner) classify(s, e int) bool {
 		sc.add(Account, s, e, 0.9, "aba-routing", 2)
 		return true
 	}
+	acct := n >= 6 && n <= 17 && sc.want(Account) && (nsep == 0 || (nsep == 1 && (seps[0] == '-' || seps[0] == ' '))) &&
+		raw[0] != '+' && raw[0] != '(' && (ctx(kwAccount, 40) || ctx(kwRouting, 40)) && !sc.nearerPhoneCue(s)
+	if acct {
+		sc.add(Account, s, e, 0.8, "account-context", 1)
+		return true
+	}
 	// Phones.
-	if n >= 7 && n <= 15 && sc.want(Phone) {
+	if phones && n >= 7 && n <= 15 && sc.want(Phone) {
 		if sc.phone(raw, n, nsep, ctx(kwPhone, 40)) {
 			sc.add(Phone, s, e, 0.9, "phone", 1)
-			return true
-		}
-	}
-	// Account numbers: 6–17 digits after an account cue.
-	if n >= 6 && n <= 17 && sc.want(Account) && (nsep == 0 || (nsep == 1 && (seps[0] == '-' || seps[0] == ' '))) && raw[0] != '+' && raw[0] != '(' {
-		if ctx(kwAccount, 40) || ctx(kwRouting, 40) {
-			sc.add(Account, s, e, 0.8, "account-context", 1)
 			return true
 		}
 	}
@@ -270,7 +275,7 @@ func (sc *scanner) phone(raw string, n, nsep int, cue bool) bool {
 // Trunk-prefix countries (national numbers start with 0) and the others.
 var (
 	phoneRegionsIntl = []string{"GB", "DE", "FR", "IT", "NL", "AU", "IN", "BR", "JP", "CH", "AT", "BE", "SE", "IE", "NZ", "ZA", "NG", "TR"}
-	phoneRegionsNat  = []string{"US", "CA", "IN", "ES", "PT", "PL", "CN", "MX", "DK", "NO", "IT"}
+	phoneRegionsNat  = []string{"US", "CA", "BR", "IN", "ES", "PT", "PL", "CN", "MX", "DK", "NO", "IT"}
 )
 
 // phoneShape: digit groups of telephone sizes (2–5 digits each, 3+ groups,
@@ -647,4 +652,39 @@ func (sc *scanner) birthBefore(s int) bool {
 		}
 	}
 	return true
+}
+
+// isIPv4: four dot-separated groups of 1–3 digits (an address, not a
+// phone number or a date).
+func isIPv4(s string) bool {
+	groups, n := 0, 0
+	for k := 0; k < len(s); k++ {
+		switch {
+		case isDigit(s[k]):
+			n++
+			if n > 3 {
+				return false
+			}
+		case s[k] == '.' && n > 0:
+			groups++
+			n = 0
+		default:
+			return false
+		}
+	}
+	return groups == 3 && n > 0
+}
+
+// nearerPhoneCue: the closest cue before s is a phone cue, not an account one.
+func (sc *scanner) nearerPhoneCue(s int) bool {
+	last := func(k kwKind) int {
+		hs := sc.hits[k]
+		i := sort.Search(len(hs), func(i int) bool { return hs[i].e > s })
+		if i == 0 {
+			return -1
+		}
+		return hs[i-1].e
+	}
+	p := last(kwPhone)
+	return p >= 0 && s-p <= 40 && p > last(kwAccount) && p > last(kwRouting)
 }

@@ -238,7 +238,13 @@ func (sc *scanner) run() {
 func (sc *scanner) near(kind kwKind, pos, window int) bool {
 	hs := sc.hits[kind]
 	i := sort.Search(len(hs), func(i int) bool { return hs[i].e > pos-window })
-	return i < len(hs) && hs[i].e <= pos
+	for ; i < len(hs) && hs[i].e <= pos; i++ {
+		// context counts on the same line only
+		if strings.IndexByte(sc.text[hs[i].e:pos], '\n') < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (sc *scanner) nearAfter(kind kwKind, end, window int) bool {

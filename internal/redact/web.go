@@ -79,15 +79,17 @@ var (
 func (sc *scanner) urls() {
 	t := sc.text
 	lower := sc.lower
-	last := -1
+	var found [][2]int
 	check := func(s, e int, re *regexp.Regexp) {
-		if s < last {
-			return
+		for _, f := range found {
+			if s >= f[0] && s < f[1] {
+				return
+			}
 		}
 		tok := t[s:e]
 		if m := connString.FindStringIndex(tok); m != nil && sc.want(Secret) {
 			sc.add(Secret, s, s+m[1], 0.95, "connection-string", 3)
-			last = s + m[1]
+			found = append(found, [2]int{s, s + m[1]})
 			return
 		}
 		if !sc.want(URL) {
@@ -95,7 +97,7 @@ func (sc *scanner) urls() {
 		}
 		if m := re.FindStringIndex(tok); m != nil {
 			sc.add(URL, s+m[0], s+m[1], 0.95, "url", 1)
-			last = s + m[1]
+			found = append(found, [2]int{s + m[0], s + m[1]})
 		}
 	}
 	for from := 0; ; {

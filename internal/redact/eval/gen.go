@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nyaruka/phonenumbers"
+
 	"conduit/internal/redact"
 )
 
@@ -63,6 +65,20 @@ func digits(r *rand.Rand, format string) string {
 		}
 	}
 	return b.String()
+}
+
+// phone draws a number in one of the locale's formats that its numbering
+// plan allows (libphonenumber's metadata is the reference for which
+// ranges are in service); the detector is scored on finding and
+// delimiting it in text.
+func (f *filler) phone() string {
+	region := strings.ToUpper(f.loc.code[len(f.loc.code)-2:])
+	for {
+		v := digits(f.r, pick(f.r, f.loc.phoneFormats))
+		if num, err := phonenumbers.Parse(v, region); err == nil && phonenumbers.IsValidNumber(num) {
+			return v
+		}
+	}
 }
 
 func luhnDigit(d string) byte {
@@ -271,7 +287,7 @@ func (f *filler) value(slot string) (string, redact.Type) {
 		}
 		return local + "@" + pick(r, domains), redact.Email
 	case "PHONE":
-		return digits(r, pick(r, f.loc.phoneFormats)), redact.Phone
+		return f.phone(), redact.Phone
 	case "CC":
 		return f.card(), redact.Card
 	case "SSN":
@@ -310,6 +326,10 @@ func (f *filler) value(slot string) (string, redact.Type) {
 			randString(r, alnum, 14) + "@db-" + digits(r, "##") + ".internal:5432/app", redact.Secret
 	case "PASSWORD":
 		return randString(r, alnum+"!#%^&", 10+r.IntN(10)), redact.Secret
+	case "ORGMAIL":
+		return pick(r, []string{"support", "billing", "help", "accounts"}) + "@" + pick(r, domains), redact.Email
+	case "APIURL":
+		return "https://api." + pick(r, domains) + "/v1/me", redact.URL
 	case "DOMAIN":
 		return pick(r, domains), ""
 	case "CITY":
@@ -383,6 +403,22 @@ func (f *filler) fill(tpl string, rec *Record) {
 		}
 	}
 	rec.Text = b.String()
+	rec.Spans = mergeNames(rec.Spans)
+}
+
+// mergeNames: a full name written as {FIRST} {LAST} is one NAME span,
+// as Presidio labels a PERSON.
+func mergeNames(sp []Span) []Span {
+	var out []Span
+	for _, s := range sp {
+		if n := len(out); n > 0 && s.Type == redact.Name && out[n-1].Type == redact.Name && out[n-1].End+1 == s.Start {
+			out[n-1].End = s.End
+			out[n-1].Slot += "+" + s.Slot
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func typeOf(slot string) redact.Type {

@@ -36,7 +36,7 @@ var locales = []locale{
 		last:         []string{"Pemberton", "Ashcroft", "Fairweather", "Threlfall", "Cattermole", "Blenkinsop", "Pennington", "Haworth", "Trevelyan", "Quigley", "Featherstone", "Merriweather", "Entwistle", "Ormerod"},
 		cities:       []string{"Harrogate", "Keswick", "Truro", "Ludlow", "Whitby", "Penrith", "Stamford", "Totnes"},
 		streetRoots:  []string{"Cobble", "Mill Pond", "Bramley", "Foxglove", "Nettlebed", "Wheatsheaf"},
-		phoneFormats: []string{"+44 20 7946 0###", "020 7946 0###", "07700 900###", "+44 7700 900###", "0161 496 0###"},
+		phoneFormats: []string{"+44 20 7946 0###", "020 7946 0###", "07400 ######", "+44 7400 ######", "0161 496 0###"},
 	},
 	{code: "de-DE",
 		first:        []string{"Hannelore", "Wilfried", "Gerlinde", "Reinhold", "Siegfried", "Waltraud", "Eberhard", "Gudrun", "Lothar", "Irmgard", "Detlef", "Annegret", "Ortwin", "Rosemarie", "Kunigunde", "Volkmar"},
@@ -85,7 +85,7 @@ var locales = []locale{
 		last:         []string{"Okonkwo", "Adebisi", "Nwachukwu", "Ogunleye", "Eze", "Balogun", "Obi", "Onyekachi", "Akintola", "Okoro-Nwosu", "Adeyinka", "Ojukwu", "Babangida", "Oyelaran"},
 		cities:       []string{"Ibadan", "Enugu", "Abeokuta", "Owerri", "Kaduna", "Jos", "Calabar", "Onitsha"},
 		streetRoots:  []string{"Adeola Odeku", "Awolowo", "Herbert Macaulay", "Ozumba Mbadiwe", "Akin Adesola", "Bode Akinwale"},
-		phoneFormats: []string{"+234 803 ### ####", "+234 805 ### ####", "+234 1 ### ####"},
+		phoneFormats: []string{"+234 803 ### ####", "+234 805 ### ####", "0803 ### ####"},
 	},
 }
 

@@ -28,7 +28,7 @@ var templates = map[string][]string{
 		"Shipping to {ADDR}, contact {PHONE} if nobody answers.",
 	},
 	"email": {
-		"From: {NAME} <{EMAIL}>\nTo: support@{DOMAIN}\nSubject: Invoice {ORDER}\n\nHello,\n\nplease find the corrected invoice attached. You can reach me on {PHONE}.\n\nBest regards,\n{NAME}",
+		"From: {NAME} <{EMAIL}>\nTo: {ORGMAIL}\nSubject: Invoice {ORDER}\n\nHello,\n\nplease find the corrected invoice attached. You can reach me on {PHONE}.\n\nBest regards,\n{NAME}",
 		"Dear {TITLE} {LAST},\n\nYour appointment is confirmed for {DATE} at our {CITY} office. Bring a photo ID.\n\nKind regards,\n{NAME2}\nPatient Services",
 		"Hi {FIRST},\n\nThe wire to {IBAN} went out today ({AMOUNT}). Let me know if anything is off.\n\nCheers,\n{FIRST2}",
 		"Hello team,\n\n{NAME} from accounting asked me to forward the statement for account {ACCT}. Her direct line is {PHONE}.\n\nThanks,\n{NAME2}",
@@ -80,7 +80,7 @@ var templates = map[string][]string{
 		"stripe.api_key = \"{STRIPE}\"\nprint(stripe.Charge.list(limit={N}))",
 		"DATABASE_URL={CONN}\nPOOL_SIZE={N}",
 		"db:\n  host: db-{N}.internal\n  password: {PASSWORD}\n  port: 5432",
-		"curl -H \"Authorization: Bearer {JWT}\" https://api.{DOMAIN}/v1/me",
+		"curl -H \"Authorization: Bearer {JWT}\" {APIURL}",
 		"OPENAI_API_KEY={OPENAI} python run.py --model gpt --seed {N}",
 		"{PEM}\n",
 		"export GITHUB_TOKEN={GHTOKEN}\ngit push origin main # commit {HEX}",
