@@ -120,16 +120,62 @@ func (sc *scanner) addresses() {
 		if h.s < last {
 			continue
 		}
-		ws := max(0, h.s-96)
-		for ws > 0 && ws < h.s && !isSpace(t[ws-1]) {
-			ws++
+		// cheap structural checks before any regex runs
+		var res []*regexp.Regexp
+		ws, we := h.s, h.e
+		switch h.arg {
+		case addrEN:
+			d := digitBefore(t, h.s, 80)
+			if isUpper(t[h.s]) && d < 0 && digitAfter(t, h.e, 80) >= 0 {
+				res = addressREs[3:4] // "Plaza Mayor 5"
+				break
+			}
+			if !isUpper(t[h.s]) || d < 0 {
+				if !(h.arg == addrEN && (t[h.s] == 'a' || t[h.s] == 'b' || t[h.s] == 'p') && digitBefore(t, h.s, 12) >= 0) {
+					continue
+				}
+				res = addressREs[2:3] // "12 avenue …", "3 place …" (fr)
+				ws = digitBefore(t, h.s, 12)
+				break
+			}
+			res, ws = addressREs[0:1], d
+			// the building number starts the window
+			for ws > 0 && (isDigit(t[ws-1]) || isUpper(t[ws-1]) || t[ws-1] == '-') {
+				ws--
+			}
+			// "12 avenue …" (fr) reads as an English address too
+			if t[h.s] == 'A' || t[h.s] == 'P' || t[h.s] == 'B' {
+				res = []*regexp.Regexp{addressREs[0], addressREs[2]}
+			}
+		case addrDE:
+			if digitAfter(t, h.e, 6) < 0 {
+				continue
+			}
+			res, ws = addressREs[1:2], max(0, h.s-64)
+		case addrFR:
+			d := digitBefore(t, h.s, 12)
+			if d < 0 {
+				continue
+			}
+			res, ws = addressREs[2:3], d
+			for ws > 0 && isDigit(t[ws-1]) {
+				ws--
+			}
+		case addrES:
+			if !isUpper(t[h.s]) || digitAfter(t, h.e, 80) < 0 {
+				continue
+			}
+			res = addressREs[3:4]
 		}
-		we := min(len(t), h.e+160)
+		for ws > 0 && ws < h.s && !isSpace(t[ws-1]) && t[ws-1] < 0x80 && isWordByte(t[ws-1]) {
+			ws--
+		}
+		we = min(len(t), h.e+160)
 		for we < len(t) && we-h.e < 256 && t[we] != '\n' && !isSpace(t[we-1]) {
 			we++
 		}
 		win := t[ws:we]
-		for _, re := range addressREs {
+		for _, re := range res {
 			for _, m := range re.FindAllStringIndex(win, -1) {
 				s, e := ws+m[0], ws+m[1]
 				if s <= h.s && e >= h.e {
@@ -144,6 +190,26 @@ func (sc *scanner) addresses() {
 			}
 		}
 	}
+}
+
+// digitBefore: the position of the last digit in the n bytes before p on
+// the same line, or -1.
+func digitBefore(t string, p, n int) int {
+	for k := p - 1; k >= 0 && p-k <= n && t[k] != '\n'; k-- {
+		if isDigit(t[k]) {
+			return k
+		}
+	}
+	return -1
+}
+
+func digitAfter(t string, p, n int) int {
+	for k := p; k < len(t) && k-p < n && t[k] != '\n'; k++ {
+		if isDigit(t[k]) {
+			return k
+		}
+	}
+	return -1
 }
 
 // isLetterAbbrevEnd: the '.' at i ends "St." or "Ave." (keep it).

@@ -168,15 +168,7 @@ func resolve(in []span) []span {
 	if len(in) == 0 {
 		return nil
 	}
-	typeRank := func(t Type) int {
-		for i, x := range Types {
-			if x == t {
-				return i
-			}
-		}
-		return len(Types)
-	}
-	sort.SliceStable(in, func(i, j int) bool {
+	sort.Slice(in, func(i, j int) bool {
 		a, b := in[i], in[j]
 		if la, lb := a.e-a.s, b.e-b.s; la != lb {
 			return la > lb
@@ -248,4 +240,34 @@ func upperASCII(s string) string {
 		}
 	}
 	return string(b)
+}
+
+func typeRank(t Type) int {
+	switch t {
+	case Name:
+		return 0
+	case Email:
+		return 1
+	case Phone:
+		return 2
+	case Address:
+		return 3
+	case SSN:
+		return 4
+	case Card:
+		return 5
+	case MRN:
+		return 6
+	case DOB:
+		return 7
+	case Account:
+		return 8
+	case URL:
+		return 9
+	case Date:
+		return 10
+	case Secret:
+		return 11
+	}
+	return 12
 }

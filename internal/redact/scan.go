@@ -71,15 +71,36 @@ var contextWords = map[kwKind][]string{
 		"nhs number", "nhs no", "health record", "ehr", "emr", "case no", "fallnummer", "dossier", "historia clínica", "nhc"},
 }
 
+// Address groups: which regex a street word calls, and the cheap check
+// that must hold first.
+const (
+	addrEN = iota // "12 Larkspur Lane": capitalised word, a number before it
+	addrDE        // "Lindenhofstraße 12": a number right after
+	addrFR        // "12 rue des Lilas": a number right before
+	addrES        // "Calle Mayor 5": capitalised, a number after
+)
+
+func streetGroup(w string) int {
+	switch w {
+	case "rue", "chemin", "allée", "allee", "impasse", "quai", "cours", "route", "bd":
+		return addrFR
+	case "calle", "avenida", "avda", "paseo", "camino", "carrera", "ronda", "c/", "via", "viale", "piazza", "corso",
+		"largo", "rua", "travessa":
+		return addrES
+	case "straat", "laan", "weg", "plein", "gracht":
+		return addrDE
+	}
+	return addrEN
+}
+
 var streetWords = []string{
 	"street", "st", "avenue", "ave", "road", "rd", "boulevard", "blvd", "lane", "ln", "drive", "dr", "court", "ct",
 	"place", "pl", "way", "terrace", "ter", "parkway", "pkwy", "highway", "hwy", "circle", "cir", "square", "sq",
 	"trail", "trl", "close", "crescent", "gardens", "grove", "mews", "row", "park", "walk", "loop", "alley", "path",
-	"pike", "ridge", "run", "view", "hill", "plaza", "crossing", "xing", "expressway", "turnpike",
-	"rue", "chemin", "allée", "allee", "impasse", "quai", "cours", "route", "bd",
+	"pike", "ridge", "run", "view", "hill", "crossing", "xing", "expressway", "turnpike",
+	"rue", "chemin", "allée", "impasse", "quai", "cours", "route", "bd",
 	"calle", "avenida", "avda", "paseo", "plaza", "camino", "carrera", "ronda", "c/",
 	"via", "viale", "piazza", "corso", "largo", "rua", "travessa",
-	"straat", "laan", "weg", "plein", "gracht",
 }
 
 // German compounds: the street word is the end of the street's name.
@@ -92,7 +113,15 @@ type acTable struct {
 
 var table = sync.OnceValue(func() *acTable {
 	var kws []keyword
-	add := func(k keyword) { kws = append(kws, k) }
+	seen := map[string]bool{}
+	add := func(k keyword) {
+		// one pattern per word: the trie reports a word once
+		if seen[k.word] {
+			panic("redact: keyword listed twice: " + k.word)
+		}
+		seen[k.word] = true
+		kws = append(kws, k)
+	}
 	for kind, words := range contextWords {
 		for _, w := range words {
 			add(keyword{kind: kind, word: w, start: true, end: !strings.HasSuffix(w, ".")})
@@ -102,10 +131,10 @@ var table = sync.OnceValue(func() *acTable {
 		add(keyword{kind: kwMonth, word: w, arg: m, start: true, end: true})
 	}
 	for _, w := range streetWords {
-		add(keyword{kind: kwStreet, word: w, start: true, end: !strings.HasSuffix(w, "/")})
+		add(keyword{kind: kwStreet, word: w, arg: streetGroup(w), start: true, end: !strings.HasSuffix(w, "/")})
 	}
 	for _, w := range streetSuffixes {
-		add(keyword{kind: kwStreet, word: w, start: false, end: !strings.HasSuffix(w, ".")})
+		add(keyword{kind: kwStreet, word: w, arg: addrDE, start: false, end: !strings.HasSuffix(w, ".")})
 	}
 	for i, r := range secretRules {
 		for _, w := range r.keywords {
