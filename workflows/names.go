@@ -106,4 +106,8 @@ const (
 	// run or the retry, credit a payment back, mark late, record the
 	// outcome) are local activities.
 	ChangeRenderLocalSteps = "render-local-steps"
+	// ChangeRedactGuardrail (PipelineRun): a guardrail's pii rule uses
+	// internal/redact (names, addresses, validated numbers, …); runs
+	// recorded before keep the first patterns (graph.EvalOptions).
+	ChangeRedactGuardrail = "redact-guardrail"
 )

@@ -91,13 +91,15 @@ func isTimestamp(t string, e int) bool {
 
 // classifyRun tries the run whole, then its space-separated pieces.
 func (sc *scanner) classifyRun(s, e int) {
+	sc.runStart, sc.runEnd = s, e
 	if sc.classify(s, e, true) {
 		return
 	}
 	t := sc.text
 	// a number with a country code or an area code in brackets that is not
 	// a valid phone number as a whole is not one in parts either
-	phones := t[s] != '+' && t[s] != '('
+	// and pieces of a longer run are phones only after a phone cue
+	phones := t[s] != '+' && t[s] != '(' && sc.near(kwPhone, s, 40)
 	if t[s] == '(' {
 		s++
 	}
@@ -211,8 +213,9 @@ func (sc *scanner) classify(s, e int, phones bool) bool {
 		}
 	}
 	// Cards: 13–19 digits, groups of one separator, Luhn and issuer.
-	if n >= 12 && n <= 19 && sc.want(Card) && nsep <= 1 && (nsep == 0 || seps[0] == ' ' || seps[0] == '-') && raw[0] != '+' && raw[0] != '(' {
-		if luhn(digits) && issuer(digits) {
+	// (a piece of a longer run of digits is never a card)
+	if n >= 12 && n <= 19 && sc.want(Card) && (s == sc.runStart && e == sc.runEnd) && nsep <= 1 && (nsep == 0 || seps[0] == ' ' || seps[0] == '-') && raw[0] != '+' && raw[0] != '(' {
+		if luhn(digits) && issuer(digits) && (n >= 13 || ctx(kwCard, 40)) {
 			sc.add(Card, s, e, 1, "card-luhn", 2)
 			return true
 		}

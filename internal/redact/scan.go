@@ -174,6 +174,8 @@ type scanner struct {
 	spans []span
 	words []word
 	names nameState
+	// the digit run being classified (numbers.go)
+	runStart, runEnd int
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
