@@ -221,12 +221,12 @@ func (sc *scanner) classify(s, e int, phones bool) bool {
 		}
 	}
 	// Routing numbers (ABA checksum) after a routing cue.
-	if n == 9 && len(raw) == 9 && sc.want(Account) && ctx(kwRouting, 40) && abaValid(digits) {
+	if n == 9 && len(raw) == 9 && sc.want(Account) && sc.cueFor(kwRouting, s, 40) && abaValid(digits) {
 		sc.add(Account, s, e, 0.9, "aba-routing", 2)
 		return true
 	}
 	acct := n >= 6 && n <= 17 && sc.want(Account) && (nsep == 0 || (nsep == 1 && (seps[0] == '-' || seps[0] == ' '))) &&
-		raw[0] != '+' && raw[0] != '(' && (ctx(kwAccount, 40) || ctx(kwRouting, 40)) && !sc.nearerPhoneCue(s)
+		raw[0] != '+' && raw[0] != '(' && (sc.cueFor(kwAccount, s, 40) || sc.cueFor(kwRouting, s, 40)) && !sc.nearerPhoneCue(s)
 	if acct {
 		sc.add(Account, s, e, 0.8, "account-context", 1)
 		return true
@@ -428,18 +428,19 @@ func parseNumericDate(raw string) bool {
 	if len(b) < 1 || len(b) > 2 {
 		return false
 	}
-	okDM := func(d, m int) bool { return d >= 1 && d <= 31 && m >= 1 && m <= 12 }
+	year := 2000 // a leap year: 29 February passes when the year is not known
+	okDM := func(d, m int) bool { return m >= 1 && m <= 12 && d >= 1 && d <= daysIn(m, year) }
 	if len(a) == 4 { // y-m-d
-		y := num(a)
-		return y >= 1900 && y <= 2099 && len(c) <= 2 && len(c) >= 1 && okDM(num(c), num(b))
+		year = num(a)
+		return year >= 1900 && year <= 2099 && len(c) <= 2 && len(c) >= 1 && okDM(num(c), num(b))
 	}
 	if len(a) > 2 || len(a) < 1 {
 		return false
 	}
 	switch len(c) {
 	case 4:
-		y := num(c)
-		if y < 1900 || y > 2099 {
+		year = num(c)
+		if year < 1900 || year > 2099 {
 			return false
 		}
 	case 2:
@@ -690,4 +691,37 @@ func (sc *scanner) nearerPhoneCue(s int) bool {
 	}
 	p := last(kwPhone)
 	return p >= 0 && s-p <= 40 && p > last(kwAccount) && p > last(kwRouting)
+}
+
+// cueFor: a cue of kind ends at most window bytes before s on the same
+// line with no other number between (that number is the one it names).
+func (sc *scanner) cueFor(kind kwKind, s, window int) bool {
+	hs := sc.hits[kind]
+	i := sort.Search(len(hs), func(i int) bool { return hs[i].e > s })
+	if i == 0 {
+		return false
+	}
+	h := hs[i-1]
+	if s-h.e > window {
+		return false
+	}
+	for k := h.e; k < s; k++ {
+		if isDigit(sc.text[k]) || sc.text[k] == '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+func daysIn(m, y int) int {
+	switch m {
+	case 2:
+		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
