@@ -113,6 +113,17 @@ var (
 	}
 )
 
+// anchoredAddress are addressREs anchored at the window's start: the
+// structural checks put the window at the building number (or the street
+// word) so one anchored attempt replaces a scan of every position.
+var anchoredAddress = func() []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(addressREs))
+	for i, re := range addressREs {
+		out[i] = regexp.MustCompile(`^(?:` + re.String() + `)`)
+	}
+	return out
+}()
+
 func (sc *scanner) addresses() {
 	t := sc.text
 	last := -1
@@ -127,37 +138,37 @@ func (sc *scanner) addresses() {
 		case addrEN:
 			d := digitBefore(t, h.s, 80)
 			if isUpper(t[h.s]) && d < 0 && digitAfter(t, h.e, 80) >= 0 {
-				res = addressREs[3:4] // "Plaza Mayor 5"
+				res = anchoredAddress[3:4] // "Plaza Mayor 5"
 				break
 			}
 			if !isUpper(t[h.s]) || d < 0 {
 				if !(h.arg == addrEN && (t[h.s] == 'a' || t[h.s] == 'b' || t[h.s] == 'p') && digitBefore(t, h.s, 12) >= 0) {
 					continue
 				}
-				res = addressREs[2:3] // "12 avenue …", "3 place …" (fr)
+				res = anchoredAddress[2:3] // "12 avenue …", "3 place …" (fr)
 				ws = digitBefore(t, h.s, 12)
 				break
 			}
-			res, ws = addressREs[0:1], d
+			res, ws = anchoredAddress[0:1], d
 			// the building number starts the window
 			for ws > 0 && (isDigit(t[ws-1]) || isUpper(t[ws-1]) || t[ws-1] == '-') {
 				ws--
 			}
 			// "12 avenue …" (fr) reads as an English address too
 			if t[h.s] == 'A' || t[h.s] == 'P' || t[h.s] == 'B' {
-				res = []*regexp.Regexp{addressREs[0], addressREs[2]}
+				res = []*regexp.Regexp{anchoredAddress[0], anchoredAddress[2]}
 			}
 		case addrDE:
 			if digitAfter(t, h.e, 6) < 0 {
 				continue
 			}
-			res, ws = addressREs[1:2], max(0, h.s-64)
+			res = anchoredAddress[1:2]
 		case addrFR:
 			d := digitBefore(t, h.s, 12)
 			if d < 0 {
 				continue
 			}
-			res, ws = addressREs[2:3], d
+			res, ws = anchoredAddress[2:3], d
 			for ws > 0 && isDigit(t[ws-1]) {
 				ws--
 			}
@@ -165,18 +176,41 @@ func (sc *scanner) addresses() {
 			if !isUpper(t[h.s]) || digitAfter(t, h.e, 80) < 0 {
 				continue
 			}
-			res = addressREs[3:4]
+			res = anchoredAddress[3:4]
 		}
-		for ws > 0 && ws < h.s && !isSpace(t[ws-1]) && t[ws-1] < 0x80 && isWordByte(t[ws-1]) {
-			ws--
+		starts := [2]int{ws, -1}
+		if h.arg == addrDE {
+			// the word the suffix ends, or the word before it ("Berliner Straße 5")
+			w := h.s
+			for w > 0 && (isWordByte(t[w-1]) || t[w-1] == '-') {
+				w--
+			}
+			p := w
+			for p > 0 && t[p-1] == ' ' {
+				p--
+			}
+			for p > 0 && isWordByte(t[p-1]) {
+				p--
+			}
+			starts = [2]int{p, w}
+			if p == w {
+				starts[1] = -1
+			}
 		}
 		we = min(len(t), h.e+160)
 		for we < len(t) && we-h.e < 256 && t[we] != '\n' && !isSpace(t[we-1]) {
 			we++
 		}
-		win := t[ws:we]
-		for _, re := range res {
-			for _, m := range re.FindAllStringIndex(win, -1) {
+		for _, ws := range starts {
+			if ws < 0 {
+				continue
+			}
+			win := t[ws:we]
+			for _, re := range res {
+				m := re.FindStringIndex(win)
+				if m == nil {
+					continue
+				}
 				s, e := ws+m[0], ws+m[1]
 				if s <= h.s && e >= h.e {
 					for e > s && (t[e-1] == ',' || t[e-1] == ' ' || t[e-1] == '.') && !(t[e-1] == '.' && e-2 > s && isLetterAbbrevEnd(t, e-1)) {

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,14 @@ import (
 // its spaces and the pieces tried again.
 func (sc *scanner) numbers() {
 	t := sc.text
+	// digits inside an email, URL, secret or IBAN found already are theirs
+	cov := sc.cov[:0]
+	for _, sp := range sc.spans {
+		cov = append(cov, [2]int{sp.s, sp.e})
+	}
+	slices.SortFunc(cov, func(a, b [2]int) int { return a[0] - b[0] })
+	sc.cov = cov
+	ci := 0
 	for i := 0; i < len(t); {
 		c := t[i]
 		start := -1
@@ -24,6 +33,13 @@ func (sc *scanner) numbers() {
 		}
 		if start < 0 {
 			i++
+			continue
+		}
+		for ci < len(cov) && cov[ci][1] <= start {
+			ci++
+		}
+		if ci < len(cov) && cov[ci][0] <= start {
+			i = max(cov[ci][1], start+1)
 			continue
 		}
 		// Inside an identifier (INV12345, x86, a1b2-…, v1.2.3): skip the token.

@@ -176,6 +176,7 @@ type scanner struct {
 	names nameState
 	// the digit run being classified (numbers.go)
 	runStart, runEnd int
+	cov              [][2]int
 }
 
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
