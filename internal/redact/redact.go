@@ -15,7 +15,9 @@ package redact
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -168,21 +170,26 @@ func resolve(in []span) []span {
 	if len(in) == 0 {
 		return nil
 	}
-	sort.Slice(in, func(i, j int) bool {
-		a, b := in[i], in[j]
+	slices.SortFunc(in, func(a, b span) int {
 		if la, lb := a.e-a.s, b.e-b.s; la != lb {
-			return la > lb
+			return lb - la
 		}
 		if a.prio != b.prio {
-			return a.prio > b.prio
+			return b.prio - a.prio
 		}
 		if a.score != b.score {
-			return a.score > b.score
+			if a.score > b.score {
+				return -1
+			}
+			return 1
 		}
 		if ra, rb := typeRank(a.t), typeRank(b.t); ra != rb {
-			return ra < rb
+			return ra - rb
 		}
-		return a.s < b.s
+		if a.s != b.s {
+			return a.s - b.s
+		}
+		return strings.Compare(a.recognizer, b.recognizer)
 	})
 	// kept stays sorted by start and free of overlaps: one binary search
 	// per candidate finds the only neighbours it could overlap.
