@@ -116,3 +116,21 @@ func BenchmarkDetectClean64KB(b *testing.B) {
 	}
 	reportCPU(b, c0, len(text))
 }
+
+// BenchmarkDetectAdversarial: texts built to make a detector quadratic
+// (every token a URL start, a PEM header, an address, a name).
+func BenchmarkDetectAdversarial(b *testing.B) {
+	for _, p := range []string{"a://", "www.", "-----BEGIN ", "@a.", "12 Main St ", "John Smith ", "password=xK9#mQ2$vL "} {
+		text := strings.Repeat(p, (64<<10)/len(p))
+		b.Run(strings.TrimSpace(p), func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			c0 := cpuTime()
+			for b.Loop() {
+				if _, err := Detect(text, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportCPU(b, c0, len(text))
+		})
+	}
+}

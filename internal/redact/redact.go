@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -191,21 +190,31 @@ func resolve(in []span) []span {
 		}
 		return strings.Compare(a.recognizer, b.recognizer)
 	})
-	// kept stays sorted by start and free of overlaps: one binary search
-	// per candidate finds the only neighbours it could overlap.
+	// an occupancy bitmap of the text's bytes: checking a candidate costs
+	// its length, so the whole pass is linear in the spans' total length
+	end := 0
+	for _, c := range in {
+		end = max(end, c.e)
+	}
+	occ := make([]uint64, end/64+1)
 	var kept []span
 	for _, c := range in {
-		i := sort.Search(len(kept), func(i int) bool { return kept[i].s >= c.s })
-		if i > 0 && kept[i-1].e > c.s {
+		free := true
+		for k := c.s; k < c.e; k++ {
+			if occ[k>>6]&(1<<(k&63)) != 0 {
+				free = false
+				break
+			}
+		}
+		if !free {
 			continue
 		}
-		if i < len(kept) && kept[i].s < c.e {
-			continue
+		for k := c.s; k < c.e; k++ {
+			occ[k>>6] |= 1 << (k & 63)
 		}
-		kept = append(kept, span{})
-		copy(kept[i+1:], kept[i:])
-		kept[i] = c
+		kept = append(kept, c)
 	}
+	slices.SortFunc(kept, func(a, b span) int { return a.s - b.s })
 	return kept
 }
 

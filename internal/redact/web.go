@@ -87,7 +87,7 @@ func (sc *scanner) urls() {
 			}
 		}
 		tok := t[s:e]
-		if m := connString.FindStringIndex(tok); m != nil && sc.want(Secret) {
+		if m := connString.FindStringIndex(tok[:min(len(tok), 1024)]); m != nil && sc.want(Secret) {
 			sc.add(Secret, s, s+m[1], 0.95, "connection-string", 3)
 			found = append(found, [2]int{s, s + m[1]})
 			return
@@ -95,11 +95,21 @@ func (sc *scanner) urls() {
 		if !sc.want(URL) {
 			return
 		}
-		if m := re.FindStringIndex(tok); m != nil {
-			sc.add(URL, s+m[0], s+m[1], 0.95, "url", 1)
-			found = append(found, [2]int{s + m[0], s + m[1]})
+		// xurls sees at most 512 bytes (its cost per byte is high); a match
+		// that reaches the cut runs on to the token's end by hand
+		short := tok[:min(len(tok), 512)]
+		if m := re.FindStringIndex(short); m != nil {
+			end := m[1]
+			if end == len(short) && len(short) < len(tok) {
+				end = len(strings.TrimRight(tok, ".,;:!?'\")]}"))
+			}
+			sc.add(URL, s+m[0], s+end, 0.95, "url", 1)
+			found = append(found, [2]int{s + m[0], s + end})
 		}
 	}
+	// each whitespace-delimited token is checked once, however many
+	// "://" or "www." it holds
+	tokDone := -1
 	for from := 0; ; {
 		i := indexBytes(lower[from:], "://")
 		if i < 0 {
@@ -107,6 +117,9 @@ func (sc *scanner) urls() {
 		}
 		p := from + i
 		from = p + 3
+		if p < tokDone {
+			continue
+		}
 		s := p
 		for s > 0 && (isAlnum(t[s-1]) || t[s-1] == '+' || t[s-1] == '.' || t[s-1] == '-') {
 			s--
@@ -114,8 +127,10 @@ func (sc *scanner) urls() {
 		if s == p {
 			continue
 		}
-		check(s, tokenEnd(t, p), strictURL)
+		tokDone = tokenEnd(t, p)
+		check(s, tokDone, strictURL)
 	}
+	tokDone = -1
 	for from := 0; ; {
 		i := indexBytes(lower[from:], "www.")
 		if i < 0 {
@@ -123,18 +138,21 @@ func (sc *scanner) urls() {
 		}
 		p := from + i
 		from = p + 4
-		if p > 0 && !isSpaceOrPunct(t[p-1]) {
+		if p < tokDone || (p > 0 && !isSpaceOrPunct(t[p-1])) {
 			continue
 		}
-		check(p, tokenEnd(t, p), relaxedURL)
+		tokDone = tokenEnd(t, p)
+		check(p, tokDone, relaxedURL)
 	}
 }
 
 func indexBytes(b []byte, sub string) int { return bytes.Index(b, []byte(sub)) }
 
+// tokenEnd: the end of the token at p, at most 2 KiB on (a bound, so a
+// text of "a://a://…" stays linear).
 func tokenEnd(t string, p int) int {
 	e := p
-	for e < len(t) && !isSpace(t[e]) && t[e] != '"' && t[e] != '<' && t[e] != '>' && t[e] != '`' {
+	for e < len(t) && e-p < 2048 && !isSpace(t[e]) && t[e] != '"' && t[e] != '<' && t[e] != '>' && t[e] != '`' {
 		e++
 	}
 	return e
@@ -214,6 +232,10 @@ func (sc *scanner) secrets() {
 		w := r.window
 		if w == 0 {
 			w = 512
+		}
+		// the long window only behind a real PEM header
+		if r.id == "private-key" && !strings.Contains(t[s:min(len(t), s+64)], "PRIVATE KEY") {
+			continue
 		}
 		win := t[s:min(len(t), s+w)]
 		var m []int
