@@ -23,6 +23,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeRenderLocalSteps":      "render-local-steps",
 		"ChangeDataflow":              "pipeline-dataflow",
 		"ChangeMeteredMediaJobs":      "metered-media-jobs",
+		"ChangeRedactGuardrail":       "redact-guardrail",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -34,6 +35,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeRenderLocalSteps":      ChangeRenderLocalSteps,
 		"ChangeDataflow":              ChangeDataflow,
 		"ChangeMeteredMediaJobs":      ChangeMeteredMediaJobs,
+		"ChangeRedactGuardrail":       ChangeRedactGuardrail,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

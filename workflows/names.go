@@ -115,4 +115,8 @@ const (
 	// the seconds its heartbeats reported encoded; a job that carries no
 	// Rate keeps its flat price.
 	ChangeMeteredMediaJobs = "metered-media-jobs"
+	// ChangeRedactGuardrail (PipelineRun): a guardrail's pii rule uses
+	// internal/redact (names, addresses, validated numbers, …); runs
+	// recorded before keep the first patterns (graph.EvalOptions).
+	ChangeRedactGuardrail = "redact-guardrail"
 )

@@ -528,7 +528,12 @@ func (r *runner) startNode(ctx workflow.Context, n *graph.Node) (modelCall, bool
 	ns := r.node(id)
 	ns.Status, ns.StartedAt = NodeRunning, &now
 
-	step := n.Evaluate(r.in.Inputs, r.values)
+	var opts graph.EvalOptions
+	if n.Type == graph.KindGuardrail && n.HasRule("pii") {
+		// asked only where a pii rule runs: other runs' histories are unchanged
+		opts.LegacyPII = workflow.GetVersion(ctx, ChangeRedactGuardrail, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+	}
+	step := n.EvaluateWith(r.in.Inputs, r.values, opts)
 	switch {
 	case step.Model != nil:
 		retry := &temporal.RetryPolicy{

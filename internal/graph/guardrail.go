@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"conduit/internal/redact"
 )
 
 // Rule is one check a guardrail applies to its input value.
@@ -34,12 +36,35 @@ type GuardrailResult struct {
 	Blocked    bool
 }
 
+// EvalOptions are the choices a run's recorded history fixes: a run
+// started before a change evaluates as it did then (workflows/names.go).
+type EvalOptions struct {
+	// LegacyPII: the pii rule uses the guardrail's own first patterns
+	// (email, SSN, card, phone) instead of internal/redact.
+	LegacyPII bool
+}
+
 // CheckGuardrail applies every rule to value; on a violation the node
 // either blocks the run or passes its fallback on.
 func (n *Node) CheckGuardrail(value string) (GuardrailResult, error) {
+	return n.CheckGuardrailWith(value, EvalOptions{})
+}
+
+// HasRule reports whether the guardrail has a rule of kind.
+func (n *Node) HasRule(kind string) bool {
+	for _, r := range n.Rules {
+		if r.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckGuardrailWith is CheckGuardrail under a run's options.
+func (n *Node) CheckGuardrailWith(value string, o EvalOptions) (GuardrailResult, error) {
 	var violations []string
 	for i, r := range n.Rules {
-		v, err := r.check(value)
+		v, err := r.check(value, o)
 		if err != nil {
 			return GuardrailResult{}, fmt.Errorf("rule %d (%s): %v", i+1, r.Kind, err)
 		}
@@ -57,7 +82,7 @@ func (n *Node) CheckGuardrail(value string) (GuardrailResult, error) {
 }
 
 // check returns a violation message, or "" when value passes.
-func (r Rule) check(value string) (string, error) {
+func (r Rule) check(value string, o EvalOptions) (string, error) {
 	switch r.Kind {
 	case "maxLength":
 		if n := utf8.RuneCountInString(value); n > r.Value {
@@ -86,7 +111,18 @@ func (r Rule) check(value string) (string, error) {
 			}
 		}
 	case "pii":
-		if found := DetectPII(value); len(found) > 0 {
+		var found []string
+		if o.LegacyPII {
+			found = legacyDetectPII(value)
+		} else {
+			var err error
+			// a detection error fails the rule, and so the run: nothing
+			// passes unchecked
+			if found, err = DetectPII(value); err != nil {
+				return "", err
+			}
+		}
+		if len(found) > 0 {
 			return "pii: value contains " + strings.Join(found, ", "), nil
 		}
 	case "requiredFields":
@@ -116,9 +152,56 @@ var (
 	cardRE  = regexp.MustCompile(`\b(?:\d[ -]?){13,19}\b`)
 )
 
-// DetectPII names the kinds of personal data found in s: email, phone,
-// ssn, credit card (Luhn-checked, so order numbers do not count).
-func DetectPII(s string) []string {
+// piiKinds says what each type is, in the order messages list them (the
+// first four as the rule has always named them). A date or a URL alone
+// is not personal data; the rule leaves them out.
+var piiKinds = []struct {
+	t    redact.Type
+	what string
+}{
+	{redact.Email, "an email address"},
+	{redact.SSN, "a US social security number"},
+	{redact.Card, "a credit card number"},
+	{redact.Phone, "a phone number"},
+	{redact.Name, "a person's name"},
+	{redact.Address, "a street address"},
+	{redact.DOB, "a date of birth"},
+	{redact.MRN, "a medical record number"},
+	{redact.Account, "a bank account number"},
+	{redact.Secret, "a credential"},
+}
+
+var piiTypes = func() []redact.Type {
+	out := make([]redact.Type, len(piiKinds))
+	for i, k := range piiKinds {
+		out[i] = k.t
+	}
+	return out
+}()
+
+// DetectPII names the kinds of personal data found in s, with the
+// house's one detector (internal/redact: validated cards, SSNs, phones,
+// names, addresses, …). Pure: no I/O, so a workflow may call it.
+func DetectPII(s string) ([]string, error) {
+	ents, err := redact.Detect(s, redact.Options{Types: piiTypes})
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, k := range piiKinds {
+		for _, e := range ents {
+			if e.Type == k.t {
+				found = append(found, k.what)
+				break
+			}
+		}
+	}
+	return found, nil
+}
+
+// legacyDetectPII is the rule as it was before internal/redact, kept for
+// runs whose history recorded it (EvalOptions.LegacyPII).
+func legacyDetectPII(s string) []string {
 	var found []string
 	if emailRE.MatchString(s) {
 		found = append(found, "an email address")

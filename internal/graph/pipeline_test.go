@@ -241,7 +241,7 @@ func TestGuardrails(t *testing.T) {
 	for in, want := range map[string]string{
 		"mail me at ann@example.com": "[redacted]",
 		"call 415-555-0132":          "[redacted]",
-		"ssn 123-45-6789":            "[redacted]",
+		"ssn 536-90-4399":            "[redacted]",
 		"card 4111 1111 1111 1111":   "[redacted]",
 		"order 1234 5678 9012 3456":  "order 1234 5678 9012 3456", // fails Luhn: not a card
 		"nothing personal here":      "nothing personal here",
@@ -250,6 +250,42 @@ func TestGuardrails(t *testing.T) {
 		if err != nil || r.Value != want || r.Blocked {
 			t.Errorf("%q: %+v %v", in, r, err)
 		}
+	}
+	// internal/redact: names, addresses and validated numbers; a number
+	// that only looks like an SSN (123-45-6789 is the SSA's advertising
+	// example, never issued) passes.
+	for in, want := range map[string]string{
+		"Dear Zoltan Brekke, thanks":                        "[redacted]",
+		"ship it to 1600 Larkspur Avenue, Tacoma, WA 98402": "[redacted]",
+		"IBAN DE89 3704 0044 0532 0130 00":                  "[redacted]",
+		"ssn 123-45-6789":                                   "ssn 123-45-6789",
+		"on 2024-03-05 we shipped order 88213":              "on 2024-03-05 we shipped order 88213",
+	} {
+		r, err := fb.CheckGuardrail(in)
+		if err != nil || r.Value != want || r.Blocked {
+			t.Errorf("%q: %+v %v", in, r, err)
+		}
+	}
+	blockPII := Node{Action: ActionBlock, Rules: []Rule{{Kind: "pii"}}}
+	if r, _ := blockPII.CheckGuardrail("Dear Zoltan Brekke, write to zb@example.com"); !r.Blocked ||
+		r.Violations[0] != "pii: value contains an email address, a person's name" {
+		t.Errorf("%+v", r)
+	}
+	// runs recorded before the change keep the first patterns
+	legacy := EvalOptions{LegacyPII: true}
+	for in, want := range map[string]string{
+		"ssn 123-45-6789":            "[redacted]",
+		"Dear Zoltan Brekke, thanks": "Dear Zoltan Brekke, thanks",
+		"mail me at ann@example.com": "[redacted]",
+	} {
+		r, err := fb.CheckGuardrailWith(in, legacy)
+		if err != nil || r.Value != want || r.Blocked {
+			t.Errorf("legacy %q: %+v %v", in, r, err)
+		}
+	}
+	// a detection error fails closed: the node errs, nothing passes
+	if _, err := blockPII.CheckGuardrail(string([]byte{0xff, 'a'})); err == nil {
+		t.Error("invalid UTF-8 passed the pii rule")
 	}
 	req := Node{Action: ActionBlock, Rules: []Rule{{Kind: "requiredFields", Fields: []string{"name", "age"}}, {Kind: "regex", Pattern: `^\{`}}}
 	if r, _ := req.CheckGuardrail(`{"name": "x", "age": ""}`); !r.Blocked || r.Violations[0] != "requiredFields: missing age" {

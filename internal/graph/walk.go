@@ -49,6 +49,11 @@ type Step struct {
 // nodes before it: every kind's semantics but the model call and the
 // render, which it returns as requests.
 func (n *Node) Evaluate(inputs, values map[string]string) Step {
+	return n.EvaluateWith(inputs, values, EvalOptions{})
+}
+
+// EvaluateWith is Evaluate under a run's options.
+func (n *Node) EvaluateWith(inputs, values map[string]string, o EvalOptions) Step {
 	switch {
 	case n.Type == KindInput:
 		return Step{Value: inputs[n.Key]}
@@ -56,7 +61,7 @@ func (n *Node) Evaluate(inputs, values map[string]string) Step {
 		v, err := n.TransformValue(values)
 		return Step{Value: v, Err: err}
 	case n.Type == KindGuardrail:
-		res, err := n.CheckGuardrail(values[n.Input])
+		res, err := n.CheckGuardrailWith(values[n.Input], o)
 		if err == nil && res.Blocked {
 			err = fmt.Errorf("guardrail %q blocked the run: %s", n.ID, strings.Join(res.Violations, "; "))
 		}
