@@ -189,7 +189,7 @@ func (p *Platform) FrontendDeps() frontend.Deps {
 // Accounts is the account and key service on this platform's store; it
 // takes OAuth access tokens as bearers too when OAuth is on.
 func (p *Platform) Accounts() *accounts.Service {
-	a := &accounts.Service{Store: p.Store, BaseURL: p.Config.BaseURL()}
+	a := &accounts.Service{Store: p.Store, BaseURL: p.Config.BaseURL(), KeyLimit: p.Config.Quota.APIKeys}
 	if p.OAuth != nil {
 		a.Tokens = p.OAuth
 	}

@@ -74,6 +74,11 @@ type EnclaveInput struct {
 	// histories from before ChangeEnclaveAdmission, whose record the API
 	// wrote before starting it).
 	Admit *activities.NewEnclave `json:",omitempty"`
+	// MeterEvery is how often uptime is metered while DEPLOYED (0: never;
+	// histories from before ChangeEnclaveMetering). MeterFrom is the
+	// start of the next period to meter, carried across continue-as-new.
+	MeterEvery time.Duration `json:",omitempty"`
+	MeterFrom  *time.Time    `json:",omitempty"`
 }
 
 // EnclaveState is the live state the query answers.
