@@ -175,7 +175,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	}
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
+		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout})
 	return w, w.Start()
 }
 

@@ -21,6 +21,8 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeEnclaveAdmission":      "enclave-admission",
 		"ChangeTopUpAdmission":        "topup-admission",
 		"ChangeRenderLocalSteps":      "render-local-steps",
+		"ChangeTaskMetering":          "task-metering",
+		"ChangeEnclaveMetering":       "enclave-metering",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -30,6 +32,8 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeEnclaveAdmission":      ChangeEnclaveAdmission,
 		"ChangeTopUpAdmission":        ChangeTopUpAdmission,
 		"ChangeRenderLocalSteps":      ChangeRenderLocalSteps,
+		"ChangeTaskMetering":          ChangeTaskMetering,
+		"ChangeEnclaveMetering":       ChangeEnclaveMetering,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

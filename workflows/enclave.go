@@ -100,7 +100,7 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	// deploying is set before the update handlers exist: an update that
 	// arrived with the start runs as soon as its handler is registered,
 	// and a terminate must wait for the deployment step.
-	lc := &lifecycle{in: in, deploying: in.Carried == nil}
+	lc := &lifecycle{in: in, deploying: in.Carried == nil, meterFrom: in.MeterFrom}
 	if in.Carried != nil {
 		lc.st = *in.Carried
 	}
@@ -174,10 +174,12 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 		} else {
 			lc.copyLogs(ctx)
 		}
+		lc.meter(ctx)
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && lc.busy == 0 && workflow.AllHandlersFinished(ctx) {
 			next := in
 			st := lc.st
 			next.Carried = &st
+			next.MeterFrom = lc.meterFrom
 			return workflow.NewContinueAsNewError(ctx, WfEnclave, next)
 		}
 	}
@@ -227,6 +229,9 @@ type lifecycle struct {
 	retryNow   bool
 	// restarting is true while a lost instance is started again.
 	restarting bool
+	// meterFrom is the start of the next period of uptime to charge (nil:
+	// not DEPLOYED, or not metered; enclave_metering.go).
+	meterFrom *time.Time
 }
 
 // move changes the state along the §3.3 table and writes the projection

@@ -55,7 +55,16 @@ func (m Metering) Prices() (enclaveMinute, taskFiring money.Micros, err error) {
 	return enclaveMinute, taskFiring, nil
 }
 
-// check validates the quota and metering settings.
+// EnclaveMeterEvery is how often a DEPLOYED enclave is metered: 0 when
+// its uptime is free (nothing to charge, no step in its lifecycle).
+func (m Metering) EnclaveMeterEvery() time.Duration {
+	if p, _, err := m.Prices(); err != nil || p <= 0 {
+		return 0
+	}
+	return m.EnclavePeriod
+}
+
+// checkQuota validates the quota and metering settings.
 func (c *Config) checkQuota() []error {
 	var errs []error
 	for _, q := range []struct {
