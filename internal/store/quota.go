@@ -3,11 +3,15 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"conduit/internal/enclaves"
+	"conduit/internal/errs"
 	"conduit/internal/quota"
 	"conduit/internal/tasks"
 )
@@ -73,6 +77,10 @@ func (s *Store) TakeSlot(ctx context.Context, account string, r quota.Resource, 
 	// transaction; the key is hashed into the advisory lock space.
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "quota/"+string(r)+"/"+account); err != nil {
 		sl.Release(ctx)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout passed
+			return nil, &errs.Error{Kind: errs.Unavailable, Msg: "another create of the same kind for this account is under way; try again shortly", RetryAfter: 2 * time.Second}
+		}
 		return nil, err
 	}
 	n, err := count(ctx, tx, account, r)
