@@ -65,10 +65,11 @@ var what = map[Resource]string{
 
 // free says how the owner frees a slot.
 var free = map[Resource]string{
-	Enclaves:  "terminate one you no longer need",
-	Tasks:     "delete one you no longer need",
-	APIKeys:   "delete one you no longer use",
-	Pipelines: "reuse an existing pipeline",
+	Enclaves:   "terminate one you no longer need",
+	Tasks:      "delete one you no longer need",
+	APIKeys:    "delete one you no longer use",
+	Pipelines:  "reuse an existing pipeline",
+	MediaBytes: "delete media you no longer need",
 }
 
 // Exceeded is the refusal of a create that would pass the limit: 429
