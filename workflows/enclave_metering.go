@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"conduit/activities"
@@ -36,7 +39,11 @@ func (lc *lifecycle) meter(ctx workflow.Context) {
 		return // the current period is paid for
 	}
 	var m activities.UptimeMetered
-	err := workflow.ExecuteActivity(lc.short, ActEnclaveMeter, activities.UptimeMeter{
+	// A few quick attempts: the watch waits on this step, and a period
+	// not charged now is asked again (same key) at the next look.
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 5 * time.Second, MaximumAttempts: 3}})
+	err := workflow.ExecuteActivity(actx, ActEnclaveMeter, activities.UptimeMeter{
 		EnclaveID: lc.in.ID, Account: lc.in.Account, From: *lc.meterFrom, Period: every,
 	}).Get(ctx, &m)
 	if err != nil {
