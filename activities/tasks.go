@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/enclaves"
+	"conduit/internal/errs"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/internal/tasks"
 	"conduit/internal/tasks/schedules"
@@ -192,6 +194,9 @@ func (a *Tasks) SyncEnclave(ctx context.Context, in TaskSync) (int, error) {
 type TaskOpen struct {
 	Task    tasks.Task
 	AdmitBy time.Time
+	// Limit is the account's limit of tasks (0: none; histories from
+	// before quotas).
+	Limit int64 `json:",omitempty"`
 }
 
 // Error types of the task admission's steps.
@@ -202,13 +207,19 @@ const (
 	// ErrTaskScheduleRefused: Temporal refused the schedule's spec; the
 	// record was removed.
 	ErrTaskScheduleRefused = "TaskScheduleRefused"
+	// ErrTaskQuota: the account holds its limit of tasks; nothing was
+	// written. Its details are the use and the limit.
+	ErrTaskQuota = "TaskQuotaExceeded"
 )
 
 // Open writes the task's record (schedules.Service.Open).
 func (a *Tasks) Open(ctx context.Context, in TaskOpen) (tasks.Task, error) {
-	t, err := a.Schedules.Open(ctx, in.Task, in.AdmitBy)
+	t, err := a.Schedules.Open(ctx, in.Task, in.AdmitBy, in.Limit)
 	if errors.Is(err, schedules.ErrAdmitTooLate) {
 		return t, temporal.NewNonRetryableApplicationError(err.Error(), ErrTaskAdmitTooLate, nil)
+	}
+	if e, ok := errs.As(err); ok && e.Code == quota.Code {
+		return t, temporal.NewNonRetryableApplicationError(e.Msg, ErrTaskQuota, nil, e.Extra["used"], e.Extra["limit"])
 	}
 	return t, err
 }

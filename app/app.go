@@ -22,6 +22,7 @@ import (
 	"conduit/internal/models"
 	"conduit/internal/oauth"
 	"conduit/internal/payments"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/worker"
@@ -175,7 +176,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	}
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
+		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
 		LibraryConcurrency: p.Config.Media.Library.Concurrency})
 	return w, w.Start()
 }
@@ -184,13 +185,37 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
-		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout}
+		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources()}
+}
+
+// usageSources are the sources of GET /api/account/usage beside the
+// counted resources: the media library's bytes, when media is on.
+func (p *Platform) usageSources() []quota.Source {
+	if p.Library == nil {
+		return nil
+	}
+	return []quota.Source{libraryUsage{p.Library}}
+}
+
+// libraryUsage reports the library's bytes against its quota.
+type libraryUsage struct{ lib *library.Service }
+
+func (l libraryUsage) Usage(ctx context.Context, account string) ([]quota.Item, error) {
+	used, err := l.lib.Usage(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	item := quota.Item{Resource: quota.MediaBytes, Used: used}
+	if q := l.lib.Config.QuotaBytes; q > 0 {
+		item.Limit = &q
+	}
+	return []quota.Item{item}, nil
 }
 
 // Accounts is the account and key service on this platform's store; it
 // takes OAuth access tokens as bearers too when OAuth is on.
 func (p *Platform) Accounts() *accounts.Service {
-	a := &accounts.Service{Store: p.Store, BaseURL: p.Config.BaseURL()}
+	a := &accounts.Service{Store: p.Store, BaseURL: p.Config.BaseURL(), KeyLimit: p.Config.Quota.APIKeys}
 	if p.OAuth != nil {
 		a.Tokens = p.OAuth
 	}

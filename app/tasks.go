@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"conduit/activities"
+	"conduit/internal/pricing"
 	"conduit/internal/store"
 	"conduit/internal/tasks"
 	"conduit/internal/tasks/schedules"
@@ -26,6 +27,16 @@ func (p *Platform) taskActivities(encl *activities.Enclaves) *activities.Tasks {
 		return nil
 	}
 	return &activities.Tasks{Store: p.Store, Schedules: p.Schedules()}
+}
+
+// metering charges task firings and enclave uptime at the configured
+// prices (checked by Validate at start-up); with enclaves only.
+func (p *Platform) metering(encl *activities.Enclaves) *activities.Metering {
+	if encl == nil {
+		return nil
+	}
+	enclaveMinute, firing, _ := p.Config.Metering.Prices()
+	return &activities.Metering{Store: p.Store, Schedules: p.Schedules(), Prices: pricing.Metering{EnclaveMinute: enclaveMinute, TaskFiring: firing}}
 }
 
 // taskCommand: `task trigger <id>` and `task backfill <id> -from -to`,

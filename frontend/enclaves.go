@@ -44,7 +44,8 @@ func (s *Server) enclaveService() *lifecycle.Service {
 	d := s.deps.Enclaves
 	return &lifecycle.Service{Store: s.deps.Store, Temporal: s.deps.Temporal, Namespace: s.deps.Config.Temporal.Namespace,
 		Secrets: d.Secrets, Builds: d.Builds, Providers: d.Providers,
-		LogEvery: d.LogEvery, HeartbeatTimeout: d.HeartbeatTimeout, RetryMax: d.RetryMax, GiveUpAfter: d.GiveUpAfter}
+		LogEvery: d.LogEvery, HeartbeatTimeout: d.HeartbeatTimeout, RetryMax: d.RetryMax, GiveUpAfter: d.GiveUpAfter,
+		Limit: s.deps.Config.Quota.Enclaves, MeterEvery: s.deps.Config.Metering.EnclaveMeterEvery()}
 }
 
 func (s *Server) mountEnclaves(api *gin.RouterGroup, read, write, logs gin.HandlerFunc) {

@@ -27,6 +27,7 @@ import (
 	"conduit/internal/paycall"
 	"conduit/internal/payments"
 	"conduit/internal/pipelines"
+	"conduit/internal/quota"
 	"conduit/internal/runs"
 	"conduit/internal/store"
 	"conduit/internal/tools"
@@ -60,6 +61,10 @@ type Deps struct {
 	// dev command and the test harness set it; the production binary never
 	// does.
 	DevTools bool
+	// Usage are the sources of GET /api/account/usage beyond the counted
+	// resources (enclaves, tasks, API keys, pipelines): the media
+	// library's bytes plug in here (a quota.Source).
+	Usage []quota.Source
 }
 
 // ChatPath is the chat-completions route.
@@ -106,7 +111,7 @@ func New(d Deps) *Server {
 			return err
 		}}
 	s.payPerCall = paycall.New(paycall.Service{Store: d.Store, Temporal: d.Temporal, Payments: d.Payments, Media: d.Media, BaseURL: d.Config.BaseURL(), Log: d.Log})
-	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library}
+	s.pipes = &pipelines.Service{Store: d.Store, Catalog: d.Catalog, Library: d.Library, Limit: d.Config.Quota.Pipelines}
 	s.runs = &runs.Service{Store: d.Store, Temporal: d.Temporal, Catalog: d.Catalog, Runs: d.Config.Runs, Library: d.Library,
 		BaseURL: d.Config.BaseURL(), TopUpURL: s.topUpURL(), Deltas: d.Deltas}
 	s.topups = &topup.Service{Payments: d.Payments, Accounts: d.Accounts, Store: d.Store, Temporal: d.Temporal, BaseURL: d.Config.BaseURL()}
@@ -199,6 +204,7 @@ func New(d Deps) *Server {
 	api := edge.Group("/api", s.authenticate)
 	api.GET("/account/balance", s.balance)
 	api.GET("/account/ledger", s.ledger)
+	api.GET("/account/usage", s.usage)
 	api.GET("/billing/packs", s.listPacks)
 	api.POST("/billing/packs/checkout", s.openCheckout)
 	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)

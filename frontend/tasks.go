@@ -41,7 +41,11 @@ func (s *Server) tasksOn(c *gin.Context) {
 }
 
 // taskService is the task domain service on this server's dependencies.
-func (s *Server) taskService() *manager.Service { return manager.New(s.deps.Store, s.deps.Temporal) }
+func (s *Server) taskService() *manager.Service {
+	m := manager.New(s.deps.Store, s.deps.Temporal)
+	m.Limit, m.MinInterval = s.deps.Config.Quota.Tasks, s.deps.Config.Quota.MinTaskInterval
+	return m
+}
 
 // loadTask resolves :id; another account's task is 404, a deleted one too
 // unless deleted is allowed.

@@ -338,9 +338,14 @@ func TestTaskPendingFollowsTheEnclave(t *testing.T) {
 	open()
 	waitEnclave(t, key, enc, "DEPLOYED", 2*time.Minute)
 	waitTaskStatus(t, 30*time.Second, key, id, "running")
-	if describe(t, id).Schedule.State.Paused {
-		t.Fatal("the schedule of a running task is paused")
-	}
+	// The sync moves the record, then unpauses the schedule: seen between
+	// the two steps the schedule may still be paused for a moment.
+	apptest.Eventually(t, 10*time.Second, "the schedule of the running task to be unpaused", func() error {
+		if describe(t, id).Schedule.State.Paused {
+			return fmt.Errorf("the schedule of a running task is paused")
+		}
+		return nil
+	})
 	waitRuns(t, 20*time.Second, key, id, "a run after deploying", func(n int) bool { return n > 0 })
 
 	// Pausing the enclave holds the task; resuming it lets it run again.

@@ -39,7 +39,10 @@ type Deps struct {
 	// Tasks runs scheduled tasks (with enclaves; nil in tests that only
 	// list names).
 	Tasks *activities.Tasks
-	Log   *slog.Logger
+	// Metering charges task firings and enclave uptime (with enclaves;
+	// nil in tests that only list names).
+	Metering *activities.Metering
+	Log      *slog.Logger
 	// Pollers, RenderConcurrency and StopTimeout come from temporal.*.
 	Pollers           int
 	RenderConcurrency int
@@ -130,11 +133,17 @@ func Registry(d Deps) []Queue {
 		if t == nil {
 			t = &activities.Tasks{}
 		}
+		m := d.Metering
+		if m == nil {
+			m = &activities.Metering{}
+		}
 		queues[len(queues)-1].Activities[workflows.ActEnclaveSyncTasks] = t.SyncEnclave
+		queues[len(queues)-1].Activities[workflows.ActEnclaveMeter] = m.MeterEnclave
 		queues = append(queues, Queue{Queue: workflows.TaskQueue,
 			Workflows: map[string]any{workflows.WfTaskRun: workflows.TaskRun, workflows.WfTaskAdmit: workflows.TaskAdmit},
 			Activities: map[string]any{workflows.ActTaskCall: t.Call, workflows.ActTaskRecord: t.Record,
-				workflows.ActTaskOpen: t.Open, workflows.ActTaskSchedule: t.Schedule, workflows.ActTaskWithdraw: t.Withdraw}})
+				workflows.ActTaskOpen: t.Open, workflows.ActTaskSchedule: t.Schedule, workflows.ActTaskWithdraw: t.Withdraw,
+				workflows.ActTaskHold: m.HoldFiring, workflows.ActTaskSettle: m.SettleFiring}})
 	}
 	return queues
 }

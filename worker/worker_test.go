@@ -19,8 +19,8 @@ var pinned = map[string]string{
 	"renders":      "workflows MediaEdit, Render; activities CreditPayment, FinishMediaJob, FinishRender, Grant, MarkLate, OpenMediaJob, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities GenerateMedia, Render, RunMediaJob",
 	"library-work": "workflows ; activities RunMediaJob",
-	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveBuild, EnclaveCopyLogs, EnclaveDeploy, EnclaveOpen, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveSyncTasks, EnclaveTerminate, EnclaveWatch",
-	"tasks":        "workflows TaskAdmit, TaskRun; activities TaskCall, TaskOpen, TaskRecord, TaskSchedule, TaskWithdraw",
+	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveBuild, EnclaveCopyLogs, EnclaveDeploy, EnclaveMeter, EnclaveOpen, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveSyncTasks, EnclaveTerminate, EnclaveWatch",
+	"tasks":        "workflows TaskAdmit, TaskRun; activities TaskCall, TaskHold, TaskOpen, TaskRecord, TaskSchedule, TaskSettle, TaskWithdraw",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {

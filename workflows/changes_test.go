@@ -24,6 +24,8 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeDataflow":              "pipeline-dataflow",
 		"ChangeMeteredMediaJobs":      "metered-media-jobs",
 		"ChangeRedactGuardrail":       "redact-guardrail",
+		"ChangeTaskMetering":          "task-metering",
+		"ChangeEnclaveMetering":       "enclave-metering",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -36,6 +38,8 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeDataflow":              ChangeDataflow,
 		"ChangeMeteredMediaJobs":      ChangeMeteredMediaJobs,
 		"ChangeRedactGuardrail":       ChangeRedactGuardrail,
+		"ChangeTaskMetering":          ChangeTaskMetering,
+		"ChangeEnclaveMetering":       ChangeEnclaveMetering,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

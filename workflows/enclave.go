@@ -74,6 +74,11 @@ type EnclaveInput struct {
 	// histories from before ChangeEnclaveAdmission, whose record the API
 	// wrote before starting it).
 	Admit *activities.NewEnclave `json:",omitempty"`
+	// MeterEvery is how often uptime is metered while DEPLOYED (0: never;
+	// histories from before ChangeEnclaveMetering). MeterFrom is the
+	// start of the next period to meter, carried across continue-as-new.
+	MeterEvery time.Duration `json:",omitempty"`
+	MeterFrom  *time.Time    `json:",omitempty"`
 }
 
 // EnclaveState is the live state the query answers.
@@ -95,7 +100,7 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 	// deploying is set before the update handlers exist: an update that
 	// arrived with the start runs as soon as its handler is registered,
 	// and a terminate must wait for the deployment step.
-	lc := &lifecycle{in: in, deploying: in.Carried == nil}
+	lc := &lifecycle{in: in, deploying: in.Carried == nil, meterFrom: in.MeterFrom}
 	if in.Carried != nil {
 		lc.st = *in.Carried
 	}
@@ -169,10 +174,12 @@ func Enclave(ctx workflow.Context, in EnclaveInput) error {
 		} else {
 			lc.copyLogs(ctx)
 		}
+		lc.meter(ctx)
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && lc.busy == 0 && workflow.AllHandlersFinished(ctx) {
 			next := in
 			st := lc.st
 			next.Carried = &st
+			next.MeterFrom = lc.meterFrom
 			return workflow.NewContinueAsNewError(ctx, WfEnclave, next)
 		}
 	}
@@ -222,6 +229,9 @@ type lifecycle struct {
 	retryNow   bool
 	// restarting is true while a lost instance is started again.
 	restarting bool
+	// meterFrom is the start of the next period of uptime to charge (nil:
+	// not DEPLOYED, or not metered; enclave_metering.go).
+	meterFrom *time.Time
 }
 
 // move changes the state along the §3.3 table and writes the projection

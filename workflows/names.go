@@ -71,6 +71,12 @@ const (
 	ActTaskWithdraw  = "TaskWithdraw"
 	ActEnclaveAttest = "EnclaveAttest"
 	ActEnclaveSign   = "EnclaveSign"
+
+	// Metering (activities.Metering): a firing's hold and its settlement,
+	// and a period of an enclave's uptime.
+	ActTaskHold     = "TaskHold"
+	ActTaskSettle   = "TaskSettle"
+	ActEnclaveMeter = "EnclaveMeter"
 )
 
 // Change ids of workflow.GetVersion (docs/operations.md: changing a
@@ -119,4 +125,12 @@ const (
 	// internal/redact (names, addresses, validated numbers, …); runs
 	// recorded before keep the first patterns (graph.EvalOptions).
 	ChangeRedactGuardrail = "redact-guardrail"
+	// ChangeTaskMetering (TaskRun): a firing's price is held before its
+	// call (a balance that cannot cover it skips the call) and captured
+	// after it, released when the call was skipped.
+	ChangeTaskMetering = "task-metering"
+	// ChangeEnclaveMetering (Enclave): each started period of a DEPLOYED
+	// enclave's uptime is charged; a balance that cannot cover it pauses
+	// the enclave with the reason in its log.
+	ChangeEnclaveMetering = "enclave-metering"
 )

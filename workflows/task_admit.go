@@ -28,6 +28,9 @@ func TaskAdmitWorkflowID(id string) string { return "task-admit/" + id }
 type TaskAdmission struct {
 	Task    tasks.Task
 	AskedAt time.Time
+	// Limit is the account's limit of tasks the record's write checks
+	// (0: none; histories from before quotas).
+	Limit int64 `json:",omitempty"`
 }
 
 // TaskAdmit creates a task the way a pipeline run admits itself: its
@@ -59,7 +62,7 @@ func TaskAdmit(ctx workflow.Context, in TaskAdmission) (tasks.Task, error) {
 		StartToCloseTimeout: 10 * time.Second, ScheduleToCloseTimeout: TaskAdmitWithin, RetryPolicy: ShortRetry,
 	})
 	var t tasks.Task
-	open := activities.TaskOpen{Task: in.Task, AdmitBy: in.AskedAt.Add(TaskAdmitWithin)}
+	open := activities.TaskOpen{Task: in.Task, AdmitBy: in.AskedAt.Add(TaskAdmitWithin), Limit: in.Limit}
 	if err := workflow.ExecuteLocalActivity(lctx, ActTaskOpen, open).Get(ctx, &t); err != nil {
 		admitErr = err
 		return tasks.Task{}, nil // nothing was written

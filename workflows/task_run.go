@@ -38,12 +38,31 @@ func TaskRun(ctx workflow.Context, in tasks.RunInput) error {
 		HeartbeatTimeout:    20 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
+	// The firing's price is held first, like a run's (docs/accounts.md,
+	// "Metering"); a balance that cannot cover it skips the call.
+	var held activities.FiringHeld
+	metered := workflow.GetVersion(ctx, ChangeTaskMetering, workflow.DefaultVersion, 1) >= 1
+	if metered {
+		if err := workflow.ExecuteActivity(short, ActTaskHold, activities.FiringHold{TaskID: in.TaskID, RunID: id}).Get(ctx, &held); err != nil {
+			held.Refused = "not called: the firing's price could not be held: " + cause(err)
+		}
+	}
 	var run tasks.Run
-	if err := workflow.ExecuteActivity(call, ActTaskCall, activities.TaskCall{TaskID: in.TaskID, RunID: id, ScheduledAt: scheduled}).Get(ctx, &run); err != nil {
+	if held.Refused != "" {
+		run = tasks.Run{ID: id, TaskID: in.TaskID, ScheduledAt: scheduled, StartedAt: workflow.Now(ctx).UTC(), Outcome: tasks.Skipped, Result: held.Refused}
+	} else if err := workflow.ExecuteActivity(call, ActTaskCall, activities.TaskCall{TaskID: in.TaskID, RunID: id, ScheduledAt: scheduled}).Get(ctx, &run); err != nil {
 		run = tasks.Run{ID: id, TaskID: in.TaskID, ScheduledAt: scheduled, StartedAt: workflow.Now(ctx).UTC(),
 			Outcome: tasks.Failure, Result: "the call could not be carried out: " + cause(err)}
 	}
-	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
+	if held.HoldID != "" {
+		// Captured whatever the application answered (the platform did
+		// the work); released when nothing was called.
+		settle := activities.FiringSettle{HoldID: held.HoldID, Amount: held.Amount, Charge: run.Outcome != tasks.Skipped}
+		if err := workflow.ExecuteActivity(short, ActTaskSettle, settle).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("a firing's hold could not be settled", "task", in.TaskID, "hold", held.HoldID, "err", err)
+		}
+	}
 	if err := workflow.ExecuteActivity(short, ActTaskRecord, run).Get(ctx, nil); err != nil {
 		return err
 	}

@@ -344,6 +344,11 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		cfg.Enclaves.BuildRegistry = reg.Host + "/builds"
 	}
 	cfg.Admin.Token = AdminToken
+	// Tasks fire every second in tests (production's minimum is a
+	// minute), unless the environment names another minimum.
+	if os.Getenv(config.EnvPrefix+"_QUOTA_MIN_TASK_INTERVAL") == "" {
+		cfg.Quota.MinTaskInterval = time.Second
+	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {

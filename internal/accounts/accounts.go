@@ -16,6 +16,7 @@ import (
 	"conduit/internal/apikey"
 	"conduit/internal/errs"
 	"conduit/internal/money"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 )
 
@@ -30,6 +31,10 @@ type Service struct {
 	Tokens TokenVerifier
 	// BaseURL is the API's public address (a ledger page's nextUrl).
 	BaseURL string
+	// KeyLimit bounds the API keys an account holds when it mints them
+	// through the API (quota.api_keys; 0: no limit). The operator's
+	// commands are not bound.
+	KeyLimit int64
 }
 
 // TokenVerifier resolves an OAuth access token to its caller: valid,
@@ -166,11 +171,22 @@ func (s *Service) createKey(ctx context.Context, account string, r KeyRequest, b
 			return store.APIKey{}, "", grantError(missing, "this API key cannot grant %s it does not hold: %s; a key can grant at most the permissions it holds", what, strings.Join(missing, ", "))
 		}
 	}
+	var limit int64
+	if by != nil {
+		limit = s.KeyLimit
+	}
+	// The count and the insert share the slot's transaction: two keys
+	// minted at once cannot both take the last place.
+	slot, err := s.Store.TakeSlot(ctx, account, quota.APIKeys, limit)
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	defer slot.Release(ctx)
 	m, err := apikey.Mint()
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	k, err := s.Store.CreateAPIKey(ctx, store.NewAPIKey{
+	k, err := slot.CreateAPIKey(ctx, store.NewAPIKey{
 		AccountID: account, Name: name, Prefix: m.Prefix, Hash: m.Hash, Permissions: perms, WalletAddress: r.WalletAddress,
 	})
 	return k, m.Plain, err

@@ -40,6 +40,8 @@ type Config struct {
 	Enclaves Enclaves `mapstructure:"enclaves"`
 	Admin    Admin    `mapstructure:"admin"`
 	Checkout Checkout `mapstructure:"checkout"`
+	Quota    Quota    `mapstructure:"quota"`
+	Metering Metering `mapstructure:"metering"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -472,7 +474,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -519,6 +521,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.HTTP.checkLimits()...)
+	errs = append(errs, c.checkQuota()...)
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) must be a postgres:// URL", EnvPrefix))

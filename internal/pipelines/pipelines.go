@@ -17,6 +17,7 @@ import (
 	"conduit/internal/graph"
 	"conduit/internal/library"
 	"conduit/internal/models"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 )
 
@@ -27,6 +28,9 @@ type Service struct {
 	// Library judges generation nodes against the media menus (nil: media
 	// is off, and every generation node is a problem).
 	Library *library.Service
+	// Limit bounds the pipelines an account holds (quota.pipelines; 0:
+	// no limit).
+	Limit int64
 }
 
 // EmptyGraph is the draft of a pipeline created without one.
@@ -202,7 +206,12 @@ func (s *Service) Create(ctx context.Context, account, name string, draft json.R
 	} else if _, err := ParseGraph(draft); err != nil {
 		return store.Pipeline{}, err
 	}
-	return s.Store.CreatePipeline(ctx, account, name, draft)
+	slot, err := s.Store.TakeSlot(ctx, account, quota.Pipelines, s.Limit)
+	if err != nil {
+		return store.Pipeline{}, err
+	}
+	defer slot.Release(ctx)
+	return slot.CreatePipeline(ctx, account, name, draft)
 }
 
 // Detail is p's full record.

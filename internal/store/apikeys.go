@@ -45,7 +45,11 @@ func scanKey(row pgx.Row) (APIKey, error) {
 
 // CreateAPIKey stores a new active key.
 func (s *Store) CreateAPIKey(ctx context.Context, k NewAPIKey) (APIKey, error) {
-	key, err := scanKey(s.pool.QueryRow(ctx, `
+	return insertAPIKey(ctx, s.pool, k)
+}
+
+func insertAPIKey(ctx context.Context, q querier, k NewAPIKey) (APIKey, error) {
+	key, err := scanKey(q.QueryRow(ctx, `
 		INSERT INTO api_keys (id, account_id, name, prefix, secret_hash, permissions, status, wallet_address)
 		VALUES ($1, $2, $3, $4, $5, $6, 'active', $7)
 		RETURNING `+keyCols, NewID("key"), k.AccountID, k.Name, k.Prefix, k.Hash, k.Permissions, k.WalletAddress))

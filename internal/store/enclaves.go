@@ -57,13 +57,20 @@ func NewEnclaveID() string { return NewID("enc") }
 // CreateEnclave stores a new enclave; creating the same id again returns
 // the stored record (activities retry).
 func (s *Store) CreateEnclave(ctx context.Context, n NewEnclave) (enclaves.Enclave, error) {
+	if err := insertEnclave(ctx, s.pool, n); err != nil {
+		return enclaves.Enclave{}, err
+	}
+	return s.Enclave(ctx, n.ID)
+}
+
+func insertEnclave(ctx context.Context, q querier, n NewEnclave) error {
 	c := n.Create
 	cfg, _ := json.Marshal(c.ProviderConfig)
 	var gh enclaves.GitHubCreate
 	if c.GitHub != nil {
 		gh = *c.GitHub
 	}
-	_, err := s.pool.Exec(ctx, `
+	_, err := q.Exec(ctx, `
 		INSERT INTO enclaves (id, account_id, name, description, provider_id, region, provider_config, source_type,
 			registry_username, registry_secret, status,
 			github_connected, github_username, github_repo, github_branch, github_token)
@@ -71,10 +78,7 @@ func (s *Store) CreateEnclave(ctx context.Context, n NewEnclave) (enclaves.Encla
 		n.ID, n.AccountID, c.Name, c.Description, c.ProviderID, c.Region, cfg, c.SourceType,
 		c.RegistryUsername, n.RegistrySecret, string(n.Status),
 		len(n.GitHubToken) > 0, gh.Username, gh.SelectedRepo, gh.SelectedBranch, n.GitHubToken)
-	if err != nil {
-		return enclaves.Enclave{}, err
-	}
-	return s.Enclave(ctx, n.ID)
+	return err
 }
 
 // Enclave reads one enclave (whoever owns it; callers check ownership).

@@ -41,7 +41,11 @@ func scanPipeline(row pgx.Row) (Pipeline, error) {
 
 // CreatePipeline stores a new, unpublished pipeline.
 func (s *Store) CreatePipeline(ctx context.Context, account, name string, draft json.RawMessage) (Pipeline, error) {
-	return scanPipeline(s.pool.QueryRow(ctx, `
+	return insertPipeline(ctx, s.pool, account, name, draft)
+}
+
+func insertPipeline(ctx context.Context, q querier, account, name string, draft json.RawMessage) (Pipeline, error) {
+	return scanPipeline(q.QueryRow(ctx, `
 		INSERT INTO pipelines (id, account_id, name, draft) VALUES ($1, $2, $3, $4)
 		RETURNING `+pipelineCols, NewID("pl"), account, name, draft))
 }

@@ -53,17 +53,21 @@ func NewTaskID() string { return NewID("task") }
 // CreateTask stores a new task; creating the same id again answers the
 // stored one.
 func (s *Store) CreateTask(ctx context.Context, t tasks.Task) (tasks.Task, error) {
+	if err := insertTask(ctx, s.pool, t); err != nil {
+		return tasks.Task{}, err
+	}
+	return s.Task(ctx, t.ID)
+}
+
+func insertTask(ctx context.Context, q querier, t tasks.Task) error {
 	req, _ := json.Marshal(t.Request)
-	_, err := s.pool.Exec(ctx, `
+	_, err := q.Exec(ctx, `
 		INSERT INTO tasks (id, account_id, enclave_id, name, description, schedule, timezone, request, overlap,
 			catchup_seconds, jitter_seconds, failure_threshold, status, status_reason)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
 		t.ID, t.AccountID, t.EnclaveID, t.Name, t.Description, t.Schedule, t.Timezone, req, t.Overlap,
 		t.CatchupSeconds, t.JitterSeconds, t.FailureThreshold, string(t.Status), t.StatusReason)
-	if err != nil {
-		return tasks.Task{}, err
-	}
-	return s.Task(ctx, t.ID)
+	return err
 }
 
 // Task reads one task, deleted or not (callers check ownership).

@@ -68,3 +68,45 @@ func ParseSchedule(s string) (Parsed, error) {
 	}
 	return Parsed{Cron: strings.Join(strings.Fields(s), " ")}, nil
 }
+
+// Shortest is the shortest time between two firings of a parsed schedule:
+// the interval of "@every", or the smallest gap among a cron expression's
+// next firings (a five-field cron fires at most once a minute, so this
+// only matters for a minimum above a minute; the sample covers more than
+// a day of the densest expressions).
+func (p Parsed) Shortest() time.Duration {
+	if p.Every > 0 {
+		return p.Every
+	}
+	sched, err := standard.Parse(p.Cron)
+	if err != nil {
+		return 0
+	}
+	// Gaps are measured from a firing, never from an arbitrary start.
+	at := sched.Next(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	shortest := time.Duration(0)
+	for range 2000 {
+		next := sched.Next(at)
+		if next.IsZero() {
+			break
+		}
+		if gap := next.Sub(at); shortest == 0 || gap < shortest {
+			shortest = gap
+		}
+		at = next
+	}
+	return shortest
+}
+
+// CheckInterval refuses a schedule that can fire more often than min
+// (quota.min_task_interval), as the schedule field's 400.
+func CheckInterval(schedule string, min time.Duration) error {
+	p, err := ParseSchedule(schedule)
+	if err != nil || min <= 0 {
+		return nil // the schedule's own check says what is wrong
+	}
+	if s := p.Shortest(); s > 0 && s < min {
+		return Invalid("schedule", fmt.Sprintf("fires every %s; the shortest interval allowed on this deployment is %s (quota.min_task_interval)", s, min))
+	}
+	return nil
+}

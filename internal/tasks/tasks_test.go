@@ -170,3 +170,35 @@ func TestTruncate(t *testing.T) {
 		t.Fatalf("%q %v", s, cut)
 	}
 }
+
+func TestShortestInterval(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"@every 90s", 90 * time.Second},
+		{"* * * * *", time.Minute},
+		{"*/5 * * * *", 5 * time.Minute},
+		{"30 * * * *", time.Hour},
+		{"0,1 * * * *", time.Minute},
+		{"@hourly", time.Hour},
+		{"@daily", 24 * time.Hour},
+	} {
+		p, err := tasks.ParseSchedule(c.in)
+		if err != nil {
+			t.Fatal(c.in, err)
+		}
+		if got := p.Shortest(); got != c.want {
+			t.Errorf("%s: shortest %s, want %s", c.in, got, c.want)
+		}
+	}
+	if err := tasks.CheckInterval("@every 30s", time.Minute); err == nil || !strings.Contains(err.Error(), "the task") {
+		t.Errorf("@every 30s under a 1m minimum: %v", err)
+	}
+	if err := tasks.CheckInterval("*/2 * * * *", 5*time.Minute); err == nil {
+		t.Error("*/2 under a 5m minimum was accepted")
+	}
+	if err := tasks.CheckInterval("@hourly", 5*time.Minute); err != nil {
+		t.Errorf("@hourly under a 5m minimum: %v", err)
+	}
+}

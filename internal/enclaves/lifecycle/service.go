@@ -14,6 +14,7 @@ import (
 	"conduit/internal/enclaves"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/workflows"
 )
@@ -38,6 +39,12 @@ type Service struct {
 	Providers enclaves.Offered
 	// The lifecycle's timings, carried in its input.
 	LogEvery, HeartbeatTimeout, RetryMax, GiveUpAfter time.Duration
+	// Limit bounds the enclaves an account holds (quota.enclaves; 0:
+	// none); MeterEvery is how often a DEPLOYED enclave's uptime is
+	// metered (metering.enclave_period; 0: not metered), carried in the
+	// lifecycle's input.
+	Limit      int64
+	MeterEvery time.Duration
 }
 
 // Load reads enclave id on behalf of account: another account's enclave
@@ -101,9 +108,18 @@ func (s *Service) Create(ctx context.Context, account string, c enclaves.Create)
 		c.GitHub = &gh
 	}
 	n.Create = c
+	// The account's place is taken before the lifecycle starts and held
+	// until its record is written: a full account starts nothing, and two
+	// creates at once cannot both take the last place (store.Slot).
+	slot, err := s.Store.TakeSlot(ctx, account, quota.Enclaves, s.Limit)
+	if err != nil {
+		return enclaves.Enclave{}, err
+	}
+	defer slot.Release(ctx)
 	in := workflows.EnclaveInput{ID: id, Account: account, Ref: c.ProviderConfig.DockerImage, Source: c.SourceType, Provider: c.ProviderID,
-		HeartbeatTimeout: s.HeartbeatTimeout, LogEvery: s.LogEvery, RetryMax: s.RetryMax, GiveUpAfter: s.GiveUpAfter, Admit: &n}
-	_, err := s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		HeartbeatTimeout: s.HeartbeatTimeout, LogEvery: s.LogEvery, RetryMax: s.RetryMax, GiveUpAfter: s.GiveUpAfter, Admit: &n,
+		MeterEvery: s.MeterEvery}
+	_, err = s.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: workflows.EnclaveWorkflowID(id), TaskQueue: workflows.EnclaveQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: workflows.EnclaveSearchAttributes(id, account, n.Status, time.Now()),
@@ -116,7 +132,7 @@ func (s *Service) Create(ctx context.Context, account string, c enclaves.Create)
 	// The lifecycle's first step writes the same record; written here too,
 	// the answer and the record are there at once, even before a worker
 	// takes the lifecycle up.
-	rec, err := s.Store.CreateEnclave(ctx, n.Record())
+	rec, err := slot.CreateEnclave(ctx, n.Record())
 	if err != nil {
 		// The lifecycle writes it when it runs: the enclave is created.
 		logging.From(ctx).Warn("an enclave's record is left to its lifecycle", "enclave", id, "err", err)

@@ -21,6 +21,7 @@ import (
 	"conduit/activities"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/internal/tasks"
 	"conduit/internal/tasks/schedules"
@@ -30,6 +31,11 @@ import (
 // Service is the task rules on the store and a Temporal client.
 type Service struct {
 	Schedules *schedules.Service
+	// Limit bounds the tasks an account holds (quota.tasks; 0: none);
+	// MinInterval is the shortest interval a schedule may fire at
+	// (quota.min_task_interval; 0: the parser's one second).
+	Limit       int64
+	MinInterval time.Duration
 }
 
 // New is the service on st and tc.
@@ -49,6 +55,20 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 	if err != nil {
 		return t, err
 	}
+	if err := tasks.CheckInterval(t.Schedule, s.MinInterval); err != nil {
+		return tasks.Task{}, err
+	}
+	// A full account is refused before anything starts; the record's
+	// write checks again in its transaction (two creates at once).
+	if s.Limit > 0 {
+		n, err := s.Schedules.Store.Count(ctx, account, quota.Tasks)
+		if err != nil {
+			return tasks.Task{}, err
+		}
+		if n >= s.Limit {
+			return tasks.Task{}, quota.Exceeded(quota.Tasks, n, s.Limit)
+		}
+	}
 	tc := s.Schedules.Temporal
 	waitCtx, cancel := context.WithTimeout(ctx, admitWait)
 	defer cancel()
@@ -56,7 +76,7 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 		ID: workflows.TaskAdmitWorkflowID(t.ID), TaskQueue: workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, workflows.WfTaskAdmit, workflows.TaskAdmission{Task: t, AskedAt: time.Now()})
+	}, workflows.WfTaskAdmit, workflows.TaskAdmission{Task: t, AskedAt: time.Now(), Limit: s.Limit})
 	var out tasks.Task
 	h, err := tc.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
@@ -71,6 +91,10 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 		return out, nil
 	case errors.As(err, &app) && app.Type() == activities.ErrTaskScheduleRefused:
 		return out, tasks.Invalid("schedule", "Temporal refused it: "+app.Message())
+	case errors.As(err, &app) && app.Type() == activities.ErrTaskQuota:
+		var used, limit int64
+		_ = app.Details(&used, &limit)
+		return out, quota.Exceeded(quota.Tasks, used, limit)
 	default:
 		logging.From(ctx).Error("a task could not be admitted", "task", t.ID, "err", err)
 		return out, &errs.Error{Kind: errs.Unavailable, Msg: "the task's schedule could not be created now; try again shortly", RetryAfter: 5 * time.Second}
@@ -110,6 +134,11 @@ func (s *Service) NextRuns(ctx context.Context, t tasks.Task) []time.Time {
 
 // Update applies a patch (schedules.Service.Update).
 func (s *Service) Update(ctx context.Context, t tasks.Task, pt tasks.Patch) (tasks.Task, error) {
+	if pt.Schedule != nil {
+		if err := tasks.CheckInterval(*pt.Schedule, s.MinInterval); err != nil {
+			return t, err
+		}
+	}
 	return s.Schedules.Update(ctx, t, pt)
 }
 

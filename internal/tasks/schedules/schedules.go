@@ -19,6 +19,7 @@ import (
 
 	"conduit/internal/enclaves"
 	"conduit/internal/errs"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/internal/tasks"
 )
@@ -160,8 +161,11 @@ var ErrAdmitTooLate = errors.New("the task was admitted after its creator stoppe
 
 // Open writes the task's record (the admission's first step). Run again it
 // answers the record already written; a record not yet written after
-// admitBy (zero: any time) is not written (ErrAdmitTooLate).
-func (s *Service) Open(ctx context.Context, t tasks.Task, admitBy time.Time) (tasks.Task, error) {
+// admitBy (zero: any time) is not written (ErrAdmitTooLate), nor one
+// past the account's limit of tasks (limit 0: none), which is refused
+// with quota.Exceeded: the count and the insert share one transaction,
+// so two creates cannot both take the last place.
+func (s *Service) Open(ctx context.Context, t tasks.Task, admitBy time.Time, limit int64) (tasks.Task, error) {
 	got, err := s.Store.Task(ctx, t.ID)
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return got, err
@@ -169,7 +173,12 @@ func (s *Service) Open(ctx context.Context, t tasks.Task, admitBy time.Time) (ta
 	if !admitBy.IsZero() && time.Now().After(admitBy) {
 		return got, ErrAdmitTooLate
 	}
-	return s.Store.CreateTask(ctx, t)
+	slot, err := s.Store.TakeSlot(ctx, t.AccountID, quota.Tasks, limit)
+	if err != nil {
+		return got, err
+	}
+	defer slot.Release(ctx)
+	return slot.CreateTask(ctx, t)
 }
 
 // ErrScheduleRefused wraps Temporal's refusal of a task's spec (a cron

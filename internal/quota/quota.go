@@ -1,0 +1,158 @@
+// Package quota is the per-account bound on what a caller can create
+// (docs/accounts.md, "Quotas"): the resources, their limits from
+// configuration, the one refusal every create path answers when the last
+// slot is taken, and the usage report the owner reads. The counting and
+// the race-safe check live in the store (store.Quota): the count and the
+// insert share one transaction under a per-account, per-resource lock, so
+// two concurrent creates cannot both take the last slot.
+package quota
+
+import (
+	"context"
+	"fmt"
+
+	"conduit/internal/errs"
+)
+
+// Resource names a bounded resource, as the usage report names it.
+type Resource string
+
+// The resources this package bounds by count; MediaBytes is counted by
+// the library (internal/library), which plugs in as a Source.
+const (
+	Enclaves   Resource = "enclaves"
+	Tasks      Resource = "tasks"
+	APIKeys    Resource = "apiKeys"
+	Pipelines  Resource = "pipelines"
+	MediaBytes Resource = "mediaBytes"
+)
+
+// Code is the machine-readable code of a quota refusal.
+const Code = "QUOTA_EXCEEDED"
+
+// Limits are the per-account limits (config quota.*). Zero means no
+// limit: a deliberate configuration choice, never a default.
+type Limits struct {
+	Enclaves  int64
+	Tasks     int64
+	APIKeys   int64
+	Pipelines int64
+}
+
+// Of is the limit of r (0: none).
+func (l Limits) Of(r Resource) int64 {
+	switch r {
+	case Enclaves:
+		return l.Enclaves
+	case Tasks:
+		return l.Tasks
+	case APIKeys:
+		return l.APIKeys
+	case Pipelines:
+		return l.Pipelines
+	}
+	return 0
+}
+
+// what says what one unit of a resource is, in a sentence.
+var what = map[Resource]string{
+	Enclaves:   "enclaves (not DESTROYED or FAILED)",
+	Tasks:      "scheduled tasks",
+	APIKeys:    "API keys",
+	Pipelines:  "pipelines",
+	MediaBytes: "bytes of media",
+}
+
+// free says how the owner frees a slot.
+var free = map[Resource]string{
+	Enclaves:   "terminate one you no longer need",
+	Tasks:      "delete one you no longer need",
+	APIKeys:    "delete one you no longer use",
+	Pipelines:  "reuse an existing pipeline",
+	MediaBytes: "delete media you no longer need",
+}
+
+// Exceeded is the refusal of a create that would pass the limit: 429
+// with code QUOTA_EXCEEDED and the resource, its use and its limit beside
+// the message. Nothing was created.
+func Exceeded(r Resource, used, limit int64) *errs.Error {
+	msg := fmt.Sprintf("quota exceeded: this account has %d of its %d %s; nothing was created", used, limit, what[r])
+	if f := free[r]; f != "" {
+		msg += "; " + f + ", or ask the operator to raise the quota"
+	}
+	return &errs.Error{Kind: errs.TooManyRequests, Code: Code, Msg: msg,
+		Extra: map[string]any{"resource": string(r), "used": used, "limit": limit}}
+}
+
+// Item is one resource's use. Limit is null on the wire when there is
+// none.
+type Item struct {
+	Resource Resource `json:"resource"`
+	Used     int64    `json:"used"`
+	Limit    *int64   `json:"limit"`
+}
+
+// Source reports the use of some resources for an account. The store
+// counts enclaves, tasks, API keys and pipelines; the media library adds
+// media bytes (its own Source).
+type Source interface {
+	Usage(ctx context.Context, account string) ([]Item, error)
+}
+
+// Counter counts an account's use of the count-bounded resources (the
+// store).
+type Counter interface {
+	Count(ctx context.Context, account string, r Resource) (int64, error)
+}
+
+// Counted is the Source of the count-bounded resources, with their limits.
+type Counted struct {
+	Counter Counter
+	Limits  Limits
+}
+
+// Usage counts each count-bounded resource.
+func (c Counted) Usage(ctx context.Context, account string) ([]Item, error) {
+	var out []Item
+	for _, r := range []Resource{Enclaves, Tasks, APIKeys, Pipelines} {
+		n, err := c.Counter.Count(ctx, account, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Item{Resource: r, Used: n, Limit: limitPtr(c.Limits.Of(r))})
+	}
+	return out, nil
+}
+
+func limitPtr(n int64) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}
+
+// Limit is an Item's limit from a configured value (0: none).
+func Limit(n int64) *int64 { return limitPtr(n) }
+
+// Usage is the owner's usage report.
+type Usage struct {
+	Resources []Item `json:"resources"`
+}
+
+// Service answers the owner's usage from its sources, in order.
+type Service struct {
+	Sources []Source
+}
+
+// Usage is account's use of every bounded resource.
+func (s *Service) Usage(ctx context.Context, account string) (Usage, error) {
+	out := Usage{Resources: []Item{}}
+	for _, src := range s.Sources {
+		items, err := src.Usage(ctx, account)
+		if err != nil {
+			return Usage{}, err
+		}
+		out.Resources = append(out.Resources, items...)
+	}
+	return out, nil
+}
