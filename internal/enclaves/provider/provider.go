@@ -52,6 +52,9 @@ type Source struct {
 	// Username and Password authenticate to a private registry; empty means anonymous.
 	Username string
 	Password string `json:"-"`
+	// Account owns the enclave: its images count against that account's quota of the
+	// provider's disk (enclaves.limits.account_bytes).
+	Account string
 }
 
 // Image is a prepared, measured image. It is a plain value so that it can travel through workflow
