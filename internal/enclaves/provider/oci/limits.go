@@ -222,6 +222,11 @@ func (t *Tree) Entry(name string, size int64) error {
 		return &LimitError{Setting: "enclaves.limits.path_depth", Limit: int64(t.lim.PathDepth),
 			What: fmt.Sprintf("%q is %d directories deep", truncate(name, 120), depth)}
 	}
+	if size > t.lim.LayerBytes {
+		// A file comes from one layer: that layer is over its limit too.
+		return &LimitError{Setting: "enclaves.limits.layer_bytes", Limit: t.lim.LayerBytes,
+			What: fmt.Sprintf("%q is %d bytes", truncate(name, 120), size)}
+	}
 	return t.Add(size)
 }
 
