@@ -17,6 +17,7 @@ import (
 	"conduit/internal/enclaves/provider"
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/enclaves/provider/nitro"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // Enclaves is the enclave lifecycle's runtime: the provider the worker's
@@ -67,7 +68,8 @@ func openEnclaves(cfg *config.Config) (*Enclaves, error) {
 			auth = &authn.Basic{Username: c.BuildRegistryUsername, Password: c.BuildRegistryPassword}
 		}
 		var err error
-		if e.Builder, err = build.New(build.Options{GitBaseURL: c.GitBaseURL, Registry: c.BuildRegistry, RegistryAuth: auth}); err != nil {
+		if e.Builder, err = build.New(build.Options{GitBaseURL: c.GitBaseURL, Registry: c.BuildRegistry, RegistryAuth: auth,
+			Limits: imageLimits(c.Limits), SourceBytes: c.Limits.SourceBytes}); err != nil {
 			return nil, fmt.Errorf("enclaves.build_registry: %w", err)
 		}
 	}
@@ -84,7 +86,11 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	if err != nil {
 		return fmt.Errorf("enclaves: the attestation root in %s: %w", c.AttestationDir, err)
 	}
-	p, err := local.New(local.Options{Dir: c.DataDir, Authority: auth})
+	l := c.Limits
+	p, err := local.New(local.Options{Dir: c.DataDir, Authority: auth, Limits: local.Limits{
+		Image: imageLimits(l), AccountBytes: l.AccountBytes, TmpBytes: l.TmpBytes, Processes: l.Processes,
+		MemoryMiB: l.MemoryMiB, CPUs: l.CPUs, Cgroup: l.Cgroup, UIDBase: l.SandboxUIDBase, UIDCount: l.SandboxUIDs,
+	}})
 	if err != nil {
 		return err
 	}
@@ -107,6 +113,11 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	e.Provider, e.Providers = p, providers
 	e.Root = auth.Root()
 	return nil
+}
+
+// imageLimits are the unpacking limits (enclaves.limits).
+func imageLimits(l config.EnclavesLimits) oci.Limits {
+	return oci.Limits{LayerBytes: l.LayerBytes, ImageBytes: l.ImageBytes, Files: l.Files, PathDepth: l.PathDepth}
 }
 
 func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {

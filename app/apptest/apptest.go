@@ -335,6 +335,8 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		cfg.Enclaves.AttestationDir = filepath.Join(dir, "attestation")
 		cfg.Enclaves.LogEvery = 300 * time.Millisecond
 		cfg.Enclaves.HeartbeatTimeout = 5 * time.Second
+		// Small image limits, so that a bomb image is quick to make.
+		cfg.Enclaves.Limits.LayerBytes, cfg.Enclaves.Limits.ImageBytes = 64<<20, 128<<20
 		if git, err = gittest.New(filepath.Join(dir, "git")); err != nil {
 			return nil, cleanup, err
 		}

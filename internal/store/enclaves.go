@@ -129,7 +129,8 @@ type EnclaveProjection struct {
 
 // ProjectEnclave writes the workflow's view of an enclave. Empty fields
 // other than the status keep their stored value, except that leaving a
-// failure clears nothing: the error message stays until overwritten.
+// failure clears nothing: the error message stays until overwritten. The
+// last failed attempt is cleared, unless the enclave failed: then it is why.
 func (s *Store) ProjectEnclave(ctx context.Context, p EnclaveProjection) error {
 	var pcrs []byte
 	if p.PCRs != nil {
@@ -141,7 +142,9 @@ func (s *Store) ProjectEnclave(ctx context.Context, p EnclaveProjection) error {
 			wallet_address = COALESCE(NULLIF($4, ''), wallet_address),
 			pcrs = COALESCE($5, pcrs),
 			endpoint = $6,
-			last_failure = '', last_failure_attempt = 0, last_failure_at = NULL,
+			last_failure = CASE WHEN $2 = 'FAILED' THEN last_failure ELSE '' END,
+			last_failure_attempt = CASE WHEN $2 = 'FAILED' THEN last_failure_attempt ELSE 0 END,
+			last_failure_at = CASE WHEN $2 = 'FAILED' THEN last_failure_at END,
 			updated_at = now()
 		WHERE id = $1`, p.ID, string(p.Status), p.ErrorMessage, p.WalletAddress, pcrs, p.Endpoint)
 	return err

@@ -79,7 +79,10 @@ type Provider struct {
 	accountLocks map[string]*sync.Mutex
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider = (*Provider)(nil)
+	_ provider.DiskUser = (*Provider)(nil)
+)
 
 // New checks that bubblewrap can build sandboxes here and returns a provider.
 func New(opts Options) (*Provider, error) {
