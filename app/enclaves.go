@@ -127,6 +127,12 @@ func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {
 	if err := p.Enclaves.startProvider(p.Config.Enclaves); err != nil {
 		return nil, err
 	}
+	if lp, ok := p.Enclaves.Provider.(*local.Provider); ok {
+		// Which limits hold here (docs/enclaves.md, "Limits").
+		cg, cgWhy := lp.Cgroups()
+		uids, uidWhy := lp.SandboxUIDs()
+		p.Log.Info("local enclaves: sandbox limits", "cgroups", cg, "cgroupsFallback", cgWhy, "uidPerEnclave", uids, "uidFallback", uidWhy)
+	}
 	c := p.Config.Enclaves
 	a := &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Providers: p.Enclaves.Providers, Secrets: p.Enclaves.Secrets,
 		Retention: c.LogRetention, Builder: p.Enclaves.Builder, Root: p.Enclaves.Root}

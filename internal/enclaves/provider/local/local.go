@@ -146,6 +146,10 @@ func New(opts Options) (*Provider, error) {
 // fallback applies: docs/enclaves.md, "Limits").
 func (p *Provider) Cgroups() (bool, string) { return p.cg != nil, p.cgWhy }
 
+// SandboxUIDs says whether instances run as host uids of their own (so the process limit is
+// per instance) and, when not, why.
+func (p *Provider) SandboxUIDs() (bool, string) { return p.uids, p.uidWhy }
+
 // Runtime is what PCR1 measures on this host.
 func (p *Provider) Runtime() attest.Runtime { return p.runtime }
 
@@ -377,6 +381,10 @@ func (p *Provider) Deploy(ctx context.Context, id string, img provider.Image, cf
 	}
 	if r.memMiB <= 0 {
 		r.memMiB = p.limits.MemoryMiB
+	}
+	if uid < 0 && !r.cgroup && os.Geteuid() != 0 {
+		// Sharing the provider's uid, the instance is counted with every task of it.
+		r.procs += uidTasks(os.Geteuid())
 	}
 	cmd := p.tools.command(r)
 	// Its own process group, so that pause, resume and terminate reach every process in it.

@@ -110,3 +110,27 @@ func (in *instance) waitGone(ctx context.Context, limit time.Duration) error {
 		}
 	}
 }
+
+// uidTasks counts the tasks (threads included) of uid now: RLIMIT_NPROC counts them all, so an
+// instance that shares the provider's uid gets its limit on top of them.
+func uidTasks(uid int) int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) != nil || int(st.Uid) != uid {
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+				k, _ := strconv.Atoi(strings.TrimSpace(v))
+				n += k
+			}
+		}
+	}
+	return n
+}
