@@ -98,7 +98,7 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	if c.AWS.Enabled {
 		a := c.AWS
 		np, err := nitro.New(context.Background(), nitro.Options{
-			Region: a.Region, AMI: a.AMI, InstanceType: a.InstanceType, SubnetID: a.Subnet, SecurityGroupIDs: a.SecurityGroups(),
+			Limits: imageLimits(c.Limits), Region: a.Region, AMI: a.AMI, InstanceType: a.InstanceType, SubnetID: a.Subnet, SecurityGroupIDs: a.SecurityGroups(),
 			InstanceProfile: a.InstanceProfile, Bucket: a.EIFBucket, KeyPrefix: a.EIFPrefix, LogGroup: a.LogGroup,
 			AgentPort: a.AgentPort, AgentScheme: a.AgentScheme, AgentSecret: []byte(a.AgentSecret),
 			KernelPath: a.KernelPath, InitPath: a.InitPath, NSMPath: a.NSMPath, Cmdline: a.Cmdline,
