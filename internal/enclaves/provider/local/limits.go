@@ -177,6 +177,9 @@ func (p *Provider) sandboxUID(id string) (int, error) {
 	}
 	p.uidMu.Lock()
 	defer p.uidMu.Unlock()
+	if u, ok := p.reservedUIDs[id]; ok {
+		return u, nil
+	}
 	all, err := p.owners(id)
 	if err != nil {
 		return 0, err
