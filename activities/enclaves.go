@@ -160,6 +160,10 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 	defer stop()
 	src.Account = rec.AccountID // its images count against its quota
 	img, err := p.Prepare(ctx, id, src)
+	if err == nil {
+		// The account's usage, readable by the frontend (lifecycle.Service.Usage).
+		err = e.Store.SetEnclaveDiskBytes(ctx, id, img.DiskBytes)
+	}
 	return Prepared{Image: img, Config: cfg}, e.noteFailure(ctx, id, interrupted(ctx, err))
 }
 
@@ -237,7 +241,10 @@ func (e *Enclaves) Terminate(ctx context.Context, id string) error {
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	return interrupted(ctx, p.Terminate(ctx, id))
+	if err := p.Terminate(ctx, id); err != nil {
+		return interrupted(ctx, err)
+	}
+	return e.Store.SetEnclaveDiskBytes(ctx, id, 0)
 }
 
 // CopyLogs copies the application's new output lines into the enclave's

@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"archive/tar"
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"conduit/app/apptest"
+	"conduit/internal/enclaves/lifecycle"
 	"conduit/internal/enclaves/provider/providertest"
 )
 
@@ -82,4 +84,28 @@ func TestEnclaveBombImageRefused(t *testing.T) {
 		}
 	}
 	wantStatus(t, do(t, "DELETE", "/api/enclaves/"+id, key, nil), http.StatusNoContent)
+}
+
+// TestEnclaveDiskUsage: a deployed enclave's unpacked image counts in its
+// account's usage (lifecycle.Service.Usage, readable without the
+// provider's disk), and terminating it frees it.
+func TestEnclaveDiskUsage(t *testing.T) {
+	ref := env.PushEnclaveApp(t, "usage/echo", "v1")
+	acct, key := env.NewAccount(t)
+	svc := &lifecycle.Service{Store: env.Platform.Store}
+	ctx := context.Background()
+	created := wantStatus(t, do(t, "POST", "/api/enclaves", key, enclaveBody(ref)), http.StatusAccepted)
+	id := created["id"].(string)
+	waitEnclave(t, key, id, "DEPLOYED", 2*time.Minute)
+	app := int64(len(providertest.App(t)))
+	if n, err := svc.Usage(ctx, acct); err != nil || n < app || n > 2*app {
+		t.Fatalf("usage %d (%v), want about the application's %d bytes", n, err, app)
+	}
+	wantStatus(t, do(t, "POST", "/api/enclaves/"+id+"/terminate", key, nil), http.StatusOK)
+	apptest.Eventually(t, time.Minute, "the usage to be freed", func() error {
+		if n, err := svc.Usage(ctx, acct); err != nil || n != 0 {
+			return fmt.Errorf("usage %d (%v)", n, err)
+		}
+		return nil
+	})
 }

@@ -249,3 +249,18 @@ func (s *Store) PruneEnclaveLogs(ctx context.Context, before time.Time) (int64, 
 	tag, err := s.pool.Exec(ctx, `DELETE FROM enclave_logs WHERE at < $1`, before)
 	return tag.RowsAffected(), err
 }
+
+// SetEnclaveDiskBytes records what the enclave's unpacked image takes on
+// its provider's disk (0 once terminated).
+func (s *Store) SetEnclaveDiskBytes(ctx context.Context, id string, n int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE enclaves SET disk_bytes = $2 WHERE id = $1`, id, n)
+	return err
+}
+
+// EnclaveDiskBytes is what the account's enclaves take on their providers'
+// disks, as last recorded.
+func (s *Store) EnclaveDiskBytes(ctx context.Context, account string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(disk_bytes), 0)::bigint FROM enclaves WHERE account_id = $1 AND status <> 'DESTROYED'`, account).Scan(&n)
+	return n, err
+}

@@ -126,3 +126,40 @@ func TestEnclaveLastFailureKeptOnFailure(t *testing.T) {
 		}
 	}
 }
+
+// An account's enclave disk usage sums its enclaves' recorded bytes,
+// destroyed ones aside.
+func TestEnclaveDiskBytes(t *testing.T) {
+	ctx := context.Background()
+	acct, err := st.EnsureHumanAccount(ctx, store.NewID("acct"), "enclaves-disk", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := enclaves.Create{Name: "a", ProviderConfig: &enclaves.ProviderConfig{DockerImage: "127.0.0.1:1/a:1"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range []int64{1000, 234} {
+		id := store.NewEnclaveID()
+		if _, err := st.CreateEnclave(ctx, store.NewEnclave{ID: id, AccountID: acct.ID, Create: c, Status: enclaves.Deploying}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetEnclaveDiskBytes(ctx, id, n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if n, err := st.EnclaveDiskBytes(ctx, acct.ID); err != nil || n != 1234 {
+		t.Fatalf("usage %d, %v", n, err)
+	}
+	if err := st.ProjectEnclave(ctx, store.EnclaveProjection{ID: ids[0], Status: enclaves.Destroyed}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.EnclaveDiskBytes(ctx, acct.ID); err != nil || n != 234 {
+		t.Fatalf("usage after destroying one: %d, %v", n, err)
+	}
+	if n, err := st.EnclaveDiskBytes(ctx, "nobody"); err != nil || n != 0 {
+		t.Fatalf("an account without enclaves: %d, %v", n, err)
+	}
+}

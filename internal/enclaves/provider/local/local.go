@@ -211,6 +211,9 @@ func (p *Provider) Prepare(ctx context.Context, id string, src provider.Source) 
 	}
 	dir := p.enclaveDir(id)
 	if prev, err := readImage(dir); err == nil && prev.ManifestDigest == desc.ManifestDigest {
+		if o, err := readOwner(dir); err == nil {
+			desc.DiskBytes = o.Bytes
+		}
 		return desc, nil
 	}
 	if p.running(id) {
@@ -269,6 +272,7 @@ func (p *Provider) Prepare(ctx context.Context, id string, src provider.Source) 
 	if err := writeJSON(filepath.Join(dir, ownerFile), owner{Account: src.Account, Bytes: tree.Bytes(), UID: uid}); err != nil {
 		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
 	}
+	desc.DiskBytes = tree.Bytes()
 	if err := writeJSON(filepath.Join(dir, imageFile), desc); err != nil {
 		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
 	}
