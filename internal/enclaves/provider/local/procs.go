@@ -79,11 +79,8 @@ func (in *instance) members() []int {
 			out = append(out, pid)
 			continue
 		}
-		if in.uid >= 0 {
-			var st syscall.Stat_t
-			if syscall.Stat(filepath.Join("/proc", e.Name()), &st) == nil && int(st.Uid) == in.uid {
-				out = append(out, pid)
-			}
+		if in.uid >= 0 && realUID(pid) == in.uid {
+			out = append(out, pid)
 		}
 	}
 	return out
@@ -117,11 +114,8 @@ func uidTasks(uid int) int {
 	n := 0
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) != nil || int(st.Uid) != uid {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || realUID(pid) != uid {
 			continue
 		}
 		data, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
@@ -133,4 +127,23 @@ func uidTasks(uid int) int {
 		}
 	}
 	return n
+}
+
+// realUID is pid's real uid from /proc (the owner of /proc/<pid> is root for a process that is
+// not dumpable, so that will not do); -1 when it cannot be read.
+func realUID(pid int) int {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				if u, err := strconv.Atoi(f[0]); err == nil {
+					return u
+				}
+			}
+		}
+	}
+	return -1
 }
