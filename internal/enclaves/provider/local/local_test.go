@@ -282,22 +282,29 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 
-	// Logs hold stdout and stderr with times and increasing sequence numbers.
-	logs, err := p.Logs(ctx, id, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []string
+	// Logs hold stdout and stderr with times and increasing sequence numbers. The lines are
+	// read from the application's pipes as it writes them, so wait (bounded) for the last.
+	var logs []provider.LogLine
+	wait.Eventually(t, 10*time.Second, "the application's lines in the logs", func() error {
+		logs, err = p.Logs(ctx, id, 0, 0)
+		if err != nil {
+			return err
+		}
+		var all []string
+		for _, l := range logs {
+			all = append(all, string(l.Stream)+":"+l.Text)
+		}
+		joined := strings.Join(all, "\n")
+		for _, want := range []string{"stdout:listening on", "stderr:a line on stderr", "stdout:request /whoami"} {
+			if !strings.Contains(joined, want) {
+				return fmt.Errorf("logs lack %q:\n%s", want, joined)
+			}
+		}
+		return nil
+	})
 	for i, l := range logs {
 		if l.Time.IsZero() || (i > 0 && l.Seq <= logs[i-1].Seq) {
 			t.Errorf("bad log line %+v", l)
-		}
-		all = append(all, string(l.Stream)+":"+l.Text)
-	}
-	joined := strings.Join(all, "\n")
-	for _, want := range []string{"stdout:listening on", "stderr:a line on stderr", "stdout:request /whoami"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("logs lack %q:\n%s", want, joined)
 		}
 	}
 	if tail, _ := p.Logs(ctx, id, logs[len(logs)-1].Seq-1, 5); len(tail) != 1 {
