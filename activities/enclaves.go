@@ -158,7 +158,12 @@ func (e *Enclaves) Prepare(ctx context.Context, id string) (Prepared, error) {
 	}
 	stop := heartbeat(ctx)
 	defer stop()
+	src.Account = rec.AccountID // its images count against its quota
 	img, err := p.Prepare(ctx, id, src)
+	if err == nil {
+		// The account's usage, readable by the frontend (lifecycle.Service.Usage).
+		err = e.Store.SetEnclaveDiskBytes(ctx, id, img.DiskBytes)
+	}
 	return Prepared{Image: img, Config: cfg}, e.noteFailure(ctx, id, interrupted(ctx, err))
 }
 
@@ -192,8 +197,10 @@ func (e *Enclaves) Deploy(ctx context.Context, in DeployInput) (provider.Instanc
 
 // noteFailure records a failed attempt that will be retried on the
 // enclave's record, so the API shows why it is still deploying.
+// A permanent failure is noted too: it stays on the record of the failed
+// enclave, saying why (an image over a limit names the setting).
 func (e *Enclaves) noteFailure(ctx context.Context, id string, err error) error {
-	if err == nil || provider.IsPermanent(err) {
+	if err == nil {
 		return err
 	}
 	attempt := int(activity.GetInfo(ctx).Attempt)
@@ -234,7 +241,10 @@ func (e *Enclaves) Terminate(ctx context.Context, id string) error {
 	}
 	stop := heartbeat(ctx)
 	defer stop()
-	return interrupted(ctx, p.Terminate(ctx, id))
+	if err := p.Terminate(ctx, id); err != nil {
+		return interrupted(ctx, err)
+	}
+	return e.Store.SetEnclaveDiskBytes(ctx, id, 0)
 }
 
 // CopyLogs copies the application's new output lines into the enclave's

@@ -17,6 +17,7 @@ import (
 	"conduit/internal/enclaves/provider"
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/enclaves/provider/nitro"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // Enclaves is the enclave lifecycle's runtime: the provider the worker's
@@ -67,7 +68,8 @@ func openEnclaves(cfg *config.Config) (*Enclaves, error) {
 			auth = &authn.Basic{Username: c.BuildRegistryUsername, Password: c.BuildRegistryPassword}
 		}
 		var err error
-		if e.Builder, err = build.New(build.Options{GitBaseURL: c.GitBaseURL, Registry: c.BuildRegistry, RegistryAuth: auth}); err != nil {
+		if e.Builder, err = build.New(build.Options{GitBaseURL: c.GitBaseURL, Registry: c.BuildRegistry, RegistryAuth: auth,
+			Limits: imageLimits(c.Limits), SourceBytes: c.Limits.SourceBytes}); err != nil {
 			return nil, fmt.Errorf("enclaves.build_registry: %w", err)
 		}
 	}
@@ -84,7 +86,11 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	if err != nil {
 		return fmt.Errorf("enclaves: the attestation root in %s: %w", c.AttestationDir, err)
 	}
-	p, err := local.New(local.Options{Dir: c.DataDir, Authority: auth})
+	l := c.Limits
+	p, err := local.New(local.Options{Dir: c.DataDir, Authority: auth, Limits: local.Limits{
+		Image: imageLimits(l), AccountBytes: l.AccountBytes, TmpBytes: l.TmpBytes, Processes: l.Processes,
+		MemoryMiB: l.MemoryMiB, CPUs: l.CPUs, Cgroup: l.Cgroup, UIDBase: l.SandboxUIDBase, UIDCount: l.SandboxUIDs,
+	}})
 	if err != nil {
 		return err
 	}
@@ -92,7 +98,7 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	if c.AWS.Enabled {
 		a := c.AWS
 		np, err := nitro.New(context.Background(), nitro.Options{
-			Region: a.Region, AMI: a.AMI, InstanceType: a.InstanceType, SubnetID: a.Subnet, SecurityGroupIDs: a.SecurityGroups(),
+			Limits: imageLimits(c.Limits), Region: a.Region, AMI: a.AMI, InstanceType: a.InstanceType, SubnetID: a.Subnet, SecurityGroupIDs: a.SecurityGroups(),
 			InstanceProfile: a.InstanceProfile, Bucket: a.EIFBucket, KeyPrefix: a.EIFPrefix, LogGroup: a.LogGroup,
 			AgentPort: a.AgentPort, AgentScheme: a.AgentScheme, AgentSecret: []byte(a.AgentSecret),
 			KernelPath: a.KernelPath, InitPath: a.InitPath, NSMPath: a.NSMPath, Cmdline: a.Cmdline,
@@ -109,12 +115,23 @@ func (e *Enclaves) startProvider(c config.Enclaves) error {
 	return nil
 }
 
+// imageLimits are the unpacking limits (enclaves.limits).
+func imageLimits(l config.EnclavesLimits) oci.Limits {
+	return oci.Limits{LayerBytes: l.LayerBytes, ImageBytes: l.ImageBytes, Files: l.Files, PathDepth: l.PathDepth}
+}
+
 func (p *Platform) enclaveActivities() (*activities.Enclaves, error) {
 	if p.Enclaves == nil {
 		return nil, nil
 	}
 	if err := p.Enclaves.startProvider(p.Config.Enclaves); err != nil {
 		return nil, err
+	}
+	if lp, ok := p.Enclaves.Provider.(*local.Provider); ok {
+		// Which limits hold here (docs/enclaves.md, "Limits").
+		cg, cgWhy := lp.Cgroups()
+		uids, uidWhy := lp.SandboxUIDs()
+		p.Log.Info("local enclaves: sandbox limits", "cgroups", cg, "cgroupsFallback", cgWhy, "uidPerEnclave", uids, "uidFallback", uidWhy)
 	}
 	c := p.Config.Enclaves
 	a := &activities.Enclaves{Store: p.Store, Provider: p.Enclaves.Provider, Providers: p.Enclaves.Providers, Secrets: p.Enclaves.Secrets,

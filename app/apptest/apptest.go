@@ -332,10 +332,17 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		}
 		cleanups = append(cleanups, func() { _ = reg.Close() })
 		cfg.Enclaves.Enabled = true
+		// Searchable by other uids, so that a root worker runs each enclave as a uid of its own,
+		// as in production (docs/enclaves.md, "Limits").
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return nil, cleanup, err
+		}
 		cfg.Enclaves.DataDir = filepath.Join(dir, "enclaves")
 		cfg.Enclaves.AttestationDir = filepath.Join(dir, "attestation")
 		cfg.Enclaves.LogEvery = 300 * time.Millisecond
 		cfg.Enclaves.HeartbeatTimeout = 5 * time.Second
+		// Small image limits, so that a bomb image is quick to make.
+		cfg.Enclaves.Limits.LayerBytes, cfg.Enclaves.Limits.ImageBytes = 64<<20, 128<<20
 		if git, err = gittest.New(filepath.Join(dir, "git")); err != nil {
 			return nil, cleanup, err
 		}

@@ -87,6 +87,8 @@ type Enclaves struct {
 	GiveUpAfter time.Duration `mapstructure:"give_up_after"`
 	// AWS is the AWS Nitro provider (enclaves_aws.go).
 	AWS EnclavesAWS `mapstructure:"aws"`
+	// Limits bound images, accounts and instances (enclaves_limits.go).
+	Limits EnclavesLimits `mapstructure:"limits"`
 }
 
 // X402 configures agent payments (spec §8). A misconfigured deployment
@@ -474,7 +476,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -599,6 +601,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateOAuth()...)
 	errs = append(errs, c.validateCheckout()...)
 	errs = append(errs, c.validateEnclavesAWS()...)
+	errs = append(errs, c.Enclaves.Limits.validate()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

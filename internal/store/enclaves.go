@@ -133,7 +133,8 @@ type EnclaveProjection struct {
 
 // ProjectEnclave writes the workflow's view of an enclave. Empty fields
 // other than the status keep their stored value, except that leaving a
-// failure clears nothing: the error message stays until overwritten.
+// failure clears nothing: the error message stays until overwritten. The
+// last failed attempt is cleared, unless the enclave failed: then it is why.
 func (s *Store) ProjectEnclave(ctx context.Context, p EnclaveProjection) error {
 	var pcrs []byte
 	if p.PCRs != nil {
@@ -145,7 +146,9 @@ func (s *Store) ProjectEnclave(ctx context.Context, p EnclaveProjection) error {
 			wallet_address = COALESCE(NULLIF($4, ''), wallet_address),
 			pcrs = COALESCE($5, pcrs),
 			endpoint = $6,
-			last_failure = '', last_failure_attempt = 0, last_failure_at = NULL,
+			last_failure = CASE WHEN $2 = 'FAILED' THEN last_failure ELSE '' END,
+			last_failure_attempt = CASE WHEN $2 = 'FAILED' THEN last_failure_attempt ELSE 0 END,
+			last_failure_at = CASE WHEN $2 = 'FAILED' THEN last_failure_at END,
 			updated_at = now()
 		WHERE id = $1`, p.ID, string(p.Status), p.ErrorMessage, p.WalletAddress, pcrs, p.Endpoint)
 	return err
@@ -249,4 +252,19 @@ func (s *Store) EnclaveLogs(ctx context.Context, id, typ string, limit int) ([]e
 func (s *Store) PruneEnclaveLogs(ctx context.Context, before time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM enclave_logs WHERE at < $1`, before)
 	return tag.RowsAffected(), err
+}
+
+// SetEnclaveDiskBytes records what the enclave's unpacked image takes on
+// its provider's disk (0 once terminated).
+func (s *Store) SetEnclaveDiskBytes(ctx context.Context, id string, n int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE enclaves SET disk_bytes = $2 WHERE id = $1`, id, n)
+	return err
+}
+
+// EnclaveDiskBytes is what the account's enclaves take on their providers'
+// disks, as last recorded.
+func (s *Store) EnclaveDiskBytes(ctx context.Context, account string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(disk_bytes), 0)::bigint FROM enclaves WHERE account_id = $1 AND status <> 'DESTROYED'`, account).Scan(&n)
+	return n, err
 }

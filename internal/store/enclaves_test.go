@@ -90,3 +90,76 @@ func TestEnclaveRecordAndLogs(t *testing.T) {
 		t.Fatalf("logs outlived their enclave: %+v", all)
 	}
 }
+
+// A failed attempt is cleared when the enclave moves on, and kept when
+// it fails: then it is why (an image over a limit names the setting).
+func TestEnclaveLastFailureKeptOnFailure(t *testing.T) {
+	ctx := context.Background()
+	acct, err := st.EnsureHumanAccount(ctx, store.NewID("acct"), "enclaves-failure", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := enclaves.Create{Name: "a", ProviderConfig: &enclaves.ProviderConfig{DockerImage: "127.0.0.1:1/a:1"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		to   enclaves.Status
+		keep bool
+	}{{enclaves.Deployed, false}, {enclaves.Failed, true}} {
+		id := store.NewEnclaveID()
+		if _, err := st.CreateEnclave(ctx, store.NewEnclave{ID: id, AccountID: acct.ID, Create: c, Status: enclaves.Deploying}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.NoteEnclaveFailure(ctx, id, 1, "over the limit enclaves.limits.layer_bytes"); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ProjectEnclave(ctx, store.EnclaveProjection{ID: id, Status: tc.to, ErrorMessage: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := st.Enclave(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept := e.LastFailure.Message != "" && e.LastFailure.Attempt == 1 && !e.LastFailure.At.IsZero(); kept != tc.keep {
+			t.Errorf("moved to %s: lastFailure %+v, want kept %v", tc.to, e.LastFailure, tc.keep)
+		}
+	}
+}
+
+// An account's enclave disk usage sums its enclaves' recorded bytes,
+// destroyed ones aside.
+func TestEnclaveDiskBytes(t *testing.T) {
+	ctx := context.Background()
+	acct, err := st.EnsureHumanAccount(ctx, store.NewID("acct"), "enclaves-disk", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := enclaves.Create{Name: "a", ProviderConfig: &enclaves.ProviderConfig{DockerImage: "127.0.0.1:1/a:1"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range []int64{1000, 234} {
+		id := store.NewEnclaveID()
+		if _, err := st.CreateEnclave(ctx, store.NewEnclave{ID: id, AccountID: acct.ID, Create: c, Status: enclaves.Deploying}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetEnclaveDiskBytes(ctx, id, n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if n, err := st.EnclaveDiskBytes(ctx, acct.ID); err != nil || n != 1234 {
+		t.Fatalf("usage %d, %v", n, err)
+	}
+	if err := st.ProjectEnclave(ctx, store.EnclaveProjection{ID: ids[0], Status: enclaves.Destroyed}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.EnclaveDiskBytes(ctx, acct.ID); err != nil || n != 234 {
+		t.Fatalf("usage after destroying one: %d, %v", n, err)
+	}
+	if n, err := st.EnclaveDiskBytes(ctx, "nobody"); err != nil || n != 0 {
+		t.Fatalf("an account without enclaves: %d, %v", n, err)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 
 	"conduit/internal/enclaves/provider"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // DefaultGitBaseURL is where repositories are cloned from unless
@@ -47,6 +48,11 @@ type Options struct {
 	WorkDir string
 	// Go is the go command (empty: "go" from PATH).
 	Go string
+	// Limits bound the checkout (files, path depth, a file's size) and the
+	// image built (layer and image bytes); SourceBytes the repository's
+	// objects fetched and the checkout's bytes (0: 256 MiB).
+	Limits      oci.Limits
+	SourceBytes int64
 }
 
 // Builder builds github sources into images. It keeps no state between
@@ -73,6 +79,10 @@ func New(o Options) (*Builder, error) {
 	}
 	if o.RegistryAuth == nil {
 		o.RegistryAuth = authn.Anonymous
+	}
+	o.Limits = o.Limits.WithDefaults()
+	if o.SourceBytes <= 0 {
+		o.SourceBytes = 256 << 20
 	}
 	return &Builder{o: o}, nil
 }

@@ -3,12 +3,14 @@ package build_test
 import (
 	"archive/tar"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"conduit/internal/enclaves/build/gittest"
 	"conduit/internal/enclaves/provider"
 	"conduit/internal/enclaves/provider/local"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 const goMod = "module example.com/hello\n\ngo 1.22\n"
@@ -405,6 +408,40 @@ func TestValidNames(t *testing.T) {
 	for _, br := range []string{"", "-x", "a..b", "a b", "a~1", "x.lock", "/a", "a/", "a//b", "a/.b", "@", "a@{1}", "a:b", strings.Repeat("x", 256)} {
 		if build.ValidBranch(br) == "" {
 			t.Errorf("%q accepted", br)
+		}
+	}
+}
+
+// A build's inputs and output are bounded like an image: a repository
+// whose objects are over enclaves.limits.source_bytes, a checkout with too
+// many files, and a program bigger than a layer may be are refused,
+// permanently, naming the setting.
+func TestBuildLimits(t *testing.T) {
+	git, reg, _ := setup(t)
+	big := strings.Repeat("// padding to be over the source limit\n", 64<<10/40+1)
+	git.Commit(t, "acme/big", "main", map[string]string{"go.mod": goMod, "main.go": helloMain, "pad.go": "package main\n" + big})
+	files := map[string]string{"go.mod": goMod, "main.go": helloMain}
+	for i := range 20 {
+		files[fmt.Sprintf("data/%d.txt", i)] = strconv.Itoa(i)
+	}
+	git.Commit(t, "acme/many", "main", files)
+	git.Commit(t, "acme/hello", "main", map[string]string{"go.mod": goMod, "main.go": helloMain})
+	for _, tc := range []struct {
+		repo, setting string
+		o             build.Options
+	}{
+		{"acme/big", "enclaves.limits.source_bytes", build.Options{SourceBytes: 32 << 10}},
+		{"acme/many", "enclaves.limits.files", build.Options{Limits: oci.Limits{Files: 10}}},
+		{"acme/hello", "enclaves.limits.layer_bytes", build.Options{Limits: oci.Limits{LayerBytes: 64 << 10}}},
+	} {
+		tc.o.GitBaseURL, tc.o.Registry, tc.o.WorkDir = git.URL, reg.Host+"/builds", t.TempDir()
+		b, err := build.New(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Build(context.Background(), build.Request{ID: "enc_1", Repo: tc.repo, Branch: "main"}, nil)
+		if !provider.IsPermanent(err) || !strings.Contains(err.Error(), tc.setting) {
+			t.Errorf("%s: want a permanent refusal naming %s, got %v", tc.repo, tc.setting, err)
 		}
 	}
 }

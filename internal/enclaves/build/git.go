@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"conduit/internal/enclaves/provider"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // clone checks the branch's head out into dir/src: a shallow clone of one
@@ -47,8 +48,12 @@ func (b *Builder) clone(ctx context.Context, dir string, req Request, log Log) (
 	}
 	progress := &lineWriter{stream: "git", log: log}
 	opts.Progress = progress
-	repo, err := git.CloneContext(ctx, memory.NewStorage(), osfs.New(src, osfs.WithBoundOS()), opts)
+	store := &boundedStorage{Storage: memory.NewStorage(), limit: b.o.SourceBytes}
+	repo, err := git.CloneContext(ctx, store, osfs.New(src, osfs.WithBoundOS()), opts)
 	_ = progress.Close()
+	if store.over != nil {
+		return "", "", provider.Errorf(provider.Permanent, "build", req.ID, "the repository %s is refused: %v", req.Repo, store.over)
+	}
 	if err != nil {
 		return "", "", gitError(req, err)
 	}
@@ -62,7 +67,7 @@ func (b *Builder) clone(ctx context.Context, dir string, req Request, log Log) (
 		msg = strings.SplitN(strings.TrimSpace(c.Message), "\n", 2)[0]
 	}
 	log("build", fmt.Sprintf("checked out %s at %s %s", req.Branch, commit, msg))
-	if err := confined(src); err != nil {
+	if err := confined(src, b.checkoutTree()); err != nil {
 		return "", "", provider.Wrap(provider.Permanent, "build", req.ID, err)
 	}
 	return src, commit, nil
@@ -111,7 +116,10 @@ func gitError(req Request, err error) error {
 // the go command would read (and its error messages quote) files of the
 // worker. Links are resolved as the kernel would (through other links);
 // a link to nothing leads nowhere and is left alone.
-func confined(root string) error {
+//
+// tree (nil: none) counts the checkout against the limits: files, path
+// depth and bytes.
+func confined(root string, tree *oci.Tree) error {
 	real, err := filepath.EvalSymlinks(root)
 	if err != nil {
 		return err
@@ -120,10 +128,21 @@ func confined(root string) error {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(root, path)
+		if tree != nil && rel != "." {
+			var size int64
+			if d.Type().IsRegular() {
+				if info, err := d.Info(); err == nil {
+					size = info.Size()
+				}
+			}
+			if err := tree.Entry(filepath.ToSlash(rel), size); err != nil {
+				return err
+			}
+		}
 		if d.Type()&fs.ModeSymlink == 0 {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, path)
 		to, err := filepath.EvalSymlinks(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -136,4 +155,39 @@ func confined(root string) error {
 		}
 		return nil
 	})
+}
+
+// checkoutTree counts a checkout: the image limits for files and depth,
+// SourceBytes for its bytes.
+func (b *Builder) checkoutTree() *oci.Tree {
+	t := oci.NewTree(b.o.Limits)
+	limit := b.o.SourceBytes
+	t.Budget = limit
+	t.BudgetErr = func(written int64) *oci.LimitError {
+		return &oci.LimitError{Setting: "enclaves.limits.source_bytes", Limit: limit,
+			What: fmt.Sprintf("the checkout is more than %d bytes", written)}
+	}
+	return t
+}
+
+// boundedStorage keeps a clone's objects in memory up to limit bytes: a
+// repository is untrusted input, and a small pack can inflate to a lot.
+// The first object over the limit fails the clone; over says why.
+type boundedStorage struct {
+	*memory.Storage
+	limit int64
+	n     int64
+	over  *oci.LimitError
+}
+
+func (s *boundedStorage) SetEncodedObject(obj plumbing.EncodedObject) (plumbing.Hash, error) {
+	s.n += obj.Size()
+	if s.n > s.limit {
+		if s.over == nil {
+			s.over = &oci.LimitError{Setting: "enclaves.limits.source_bytes", Limit: s.limit,
+				What: fmt.Sprintf("its objects are more than %d bytes", s.limit)}
+		}
+		return plumbing.ZeroHash, s.over
+	}
+	return s.Storage.SetEncodedObject(obj)
 }

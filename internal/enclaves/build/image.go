@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"conduit/internal/enclaves/provider"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // The image layout, as ko makes it: the binary in /ko-app, on the PATH,
@@ -115,6 +116,20 @@ func (b *Builder) push(ctx context.Context, req Request, commit, binName, binPat
 		binName = repoName
 	}
 	binName = component(binName)
+	info, err := os.Stat(binPath)
+	if err != nil {
+		return Result{}, provider.Wrap(provider.Transient, "build", req.ID, err)
+	}
+	// The image is one layer holding the program: it must unpack within the limits the
+	// provider will hold it to (and is not read into memory when it would not).
+	if lim := b.o.Limits; info.Size() > min(lim.LayerBytes, lim.ImageBytes) {
+		setting, limit := "enclaves.limits.layer_bytes", lim.LayerBytes
+		if lim.ImageBytes < lim.LayerBytes {
+			setting, limit = "enclaves.limits.image_bytes", lim.ImageBytes
+		}
+		return Result{}, provider.Errorf(provider.Permanent, "build", req.ID, "the image built is refused: %v",
+			&oci.LimitError{Setting: setting, Limit: limit, What: fmt.Sprintf("the program is %d bytes", info.Size())})
+	}
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return Result{}, provider.Wrap(provider.Transient, "build", req.ID, err)

@@ -60,6 +60,13 @@ func (s *Service) Load(ctx context.Context, account, id string) (enclaves.Enclav
 	return enclaves.Owned(e, account)
 }
 
+// Usage is the bytes the account's enclaves take on their providers'
+// disks (their unpacked images), as recorded when each was prepared; the
+// quota is enclaves.limits.account_bytes (docs/enclaves.md, "Limits").
+func (s *Service) Usage(ctx context.Context, account string) (int64, error) {
+	return s.Store.EnclaveDiskBytes(ctx, account)
+}
+
 // List is the account's enclaves.
 func (s *Service) List(ctx context.Context, account string) ([]enclaves.Enclave, error) {
 	return s.Store.Enclaves(ctx, account)

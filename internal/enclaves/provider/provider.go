@@ -52,6 +52,9 @@ type Source struct {
 	// Username and Password authenticate to a private registry; empty means anonymous.
 	Username string
 	Password string `json:"-"`
+	// Account owns the enclave: its images count against that account's quota of the
+	// provider's disk (enclaves.limits.account_bytes).
+	Account string
 }
 
 // Image is a prepared, measured image. It is a plain value so that it can travel through workflow
@@ -68,6 +71,9 @@ type Image struct {
 	// PCRs are 0 (image), 1 (runtime) and 2 (application with the image's defaults), 48 bytes
 	// each. Instance.PCRs are what an attestation of the running instance will show.
 	PCRs map[int][]byte `json:"pcrs"`
+	// DiskBytes is what the prepared image takes on the provider's disk, counted against the
+	// account's quota (0 for a provider that keeps nothing on the worker).
+	DiskBytes int64 `json:"diskBytes,omitempty"`
 }
 
 // Config is how an instance runs.

@@ -1,6 +1,9 @@
 package provider
 
-import "slices"
+import (
+	"context"
+	"slices"
+)
 
 // Providers are the providers a deployment runs, by providerId ("local", "aws-nitro"). An
 // enclave's record names its provider; the lifecycle's activities look it up here.
@@ -23,4 +26,27 @@ func (ps Providers) IDs() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// DiskUser is a provider that keeps enclave data on its host's disk, under
+// a per-account quota (enclaves.limits.account_bytes).
+type DiskUser interface {
+	// Usage is the bytes account's enclaves take there.
+	Usage(ctx context.Context, account string) (int64, error)
+}
+
+// Usage is the bytes account's enclaves take on disk across the providers
+// that keep any (the local one; AWS Nitro keeps images in S3, not here).
+func (ps Providers) Usage(ctx context.Context, account string) (int64, error) {
+	var n int64
+	for _, id := range ps.IDs() {
+		if d, ok := ps[id].(DiskUser); ok {
+			u, err := d.Usage(ctx, account)
+			if err != nil {
+				return 0, err
+			}
+			n += u
+		}
+	}
+	return n, nil
 }

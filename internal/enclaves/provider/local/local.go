@@ -40,6 +40,8 @@ type Options struct {
 	Bwrap string
 	// MaxLogLines bounds the application log kept per enclave (oldest dropped); 0 means 10000.
 	MaxLogLines int
+	// Limits bound images, accounts and instances (zero fields: DefaultLimits).
+	Limits Limits
 	// Now is the clock that decides when an attestation leaf is due for renewal; nil means
 	// time.Now. Tests pass the clock they gave Authority.WithClock.
 	Now func() time.Time
@@ -56,14 +58,31 @@ type Provider struct {
 	// ownNet: instances get a network namespace of their own, reachable through a forwarded
 	// port. False (not root) means they share the host's network.
 	ownNet bool
+	limits Limits
+	// cg places instances in cgroups of their own (nil: the rlimit fallback, for cgWhy).
+	cg    *cgroups
+	cgWhy string
+
+	// uids: instances run as host uids of their own (root, and a data directory they can reach);
+	// otherwise as the provider's uid, for uidWhy.
+	uids   bool
+	uidWhy string
+
+	uidMu        sync.Mutex
+	reservedUIDs map[string]int // sandbox uids taken by ids not yet recorded on disk
 
 	mu        sync.Mutex
 	enclaves  map[string]*instance
 	idLocks   map[string]*sync.Mutex
 	idLocksMu sync.Mutex
+	// accountLocks (under idLocksMu) serialise one account's unpacking (the quota).
+	accountLocks map[string]*sync.Mutex
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider = (*Provider)(nil)
+	_ provider.DiskUser = (*Provider)(nil)
+)
 
 // New checks that bubblewrap can build sandboxes here and returns a provider.
 func New(opts Options) (*Provider, error) {
@@ -97,18 +116,39 @@ func New(opts Options) (*Provider, error) {
 	if now == nil {
 		now = time.Now
 	}
+	limits := opts.Limits.WithDefaults()
+	uids, uidWhy := sandboxUIDsUsable(opts.Dir)
+	cg, why, err := detectCgroups(limits.Cgroup)
+	if err != nil {
+		return nil, fmt.Errorf("local enclaves: %w", err)
+	}
 	return &Provider{
-		now:      now,
-		ownNet:   canEnterNetns(),
-		dir:      opts.Dir,
-		auth:     opts.Authority,
-		tools:    tools,
-		runtime:  attest.Runtime{Sandbox: tools.version, Kernel: unix.ByteSliceToString(uts.Release[:])},
-		maxLogs:  max,
-		enclaves: map[string]*instance{},
-		idLocks:  map[string]*sync.Mutex{},
+		limits:       limits,
+		uids:         uids,
+		uidWhy:       uidWhy,
+		cg:           cg,
+		cgWhy:        why,
+		reservedUIDs: map[string]int{},
+		accountLocks: map[string]*sync.Mutex{},
+		now:          now,
+		ownNet:       canEnterNetns(),
+		dir:          opts.Dir,
+		auth:         opts.Authority,
+		tools:        tools,
+		runtime:      attest.Runtime{Sandbox: tools.version, Kernel: unix.ByteSliceToString(uts.Release[:])},
+		maxLogs:      max,
+		enclaves:     map[string]*instance{},
+		idLocks:      map[string]*sync.Mutex{},
 	}, nil
 }
+
+// Cgroups says whether instances get cgroup v2 limits here and, when not, why (the rlimit
+// fallback applies: docs/enclaves.md, "Limits").
+func (p *Provider) Cgroups() (bool, string) { return p.cg != nil, p.cgWhy }
+
+// SandboxUIDs says whether instances run as host uids of their own (so the process limit is
+// per instance) and, when not, why.
+func (p *Provider) SandboxUIDs() (bool, string) { return p.uids, p.uidWhy }
 
 // Runtime is what PCR1 measures on this host.
 func (p *Provider) Runtime() attest.Runtime { return p.runtime }
@@ -118,6 +158,7 @@ type instance struct {
 	img    provider.Image
 	info   provider.Instance
 	cmd    *exec.Cmd
+	uid    int           // the sandbox's host uid; -1: the provider's own
 	fwd    *forwarder    // nil when the instance shares the host's network
 	done   chan struct{} // closed when the process has been reaped
 	keys   *keys
@@ -170,22 +211,56 @@ func (p *Provider) Prepare(ctx context.Context, id string, src provider.Source) 
 	}
 	dir := p.enclaveDir(id)
 	if prev, err := readImage(dir); err == nil && prev.ManifestDigest == desc.ManifestDigest {
+		if o, err := readOwner(dir); err == nil {
+			desc.DiskBytes = o.Bytes
+		}
 		return desc, nil
 	}
 	if p.running(id) {
 		return provider.Image{}, provider.Errorf(provider.Permanent, "prepare", id, "the enclave runs another image; terminate it first")
 	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
 	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// A first prepare that fails leaves no directory behind.
+		defer func() {
+			if _, err := readImage(dir); err != nil {
+				_ = os.RemoveAll(dir)
+			}
+		}()
+	}
+	uid, err := p.sandboxUID(id)
+	if err != nil {
+		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
+	}
 	// Unpack beside the old tree and swap, so a failed attempt leaves nothing half-written behind
-	// the name Deploy reads.
+	// the name Deploy reads (and an image over a limit leaves nothing at all).
 	tmp, err := os.MkdirTemp(dir, ".rootfs-")
 	if err != nil {
 		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := unpack(img, filepath.Join(tmp, "rootfs")); err != nil {
+	unlockAccount := p.accountLock(src.Account)
+	defer unlockAccount()
+	budget, used, err := p.quotaBudget(src.Account, id)
+	if err != nil {
+		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
+	}
+	tree := oci.NewTree(p.limits.Image)
+	if budget < tree.Budget {
+		quota := p.limits.AccountBytes
+		tree.Budget = max(budget, 0)
+		tree.BudgetErr = func(written int64) *oci.LimitError {
+			return &oci.LimitError{Setting: "enclaves.limits.account_bytes", Limit: quota,
+				What: fmt.Sprintf("the account's enclaves would take more than %d bytes of disk (%d taken by its other enclaves, this image more than %d)", quota, used, written)}
+		}
+	}
+	if err := unpack(img, filepath.Join(tmp, "rootfs"), p.limits.Image, tree, uid); err != nil {
+		if le, over := oci.Exceeded(err); over {
+			return provider.Image{}, provider.Errorf(provider.Permanent, "prepare", id, "image %s refused: %v", src.Ref, le)
+		}
 		return provider.Image{}, classifyRegistry(id, src.Ref, err)
 	}
 	if err := os.RemoveAll(filepath.Join(dir, "rootfs")); err != nil {
@@ -194,6 +269,10 @@ func (p *Provider) Prepare(ctx context.Context, id string, src provider.Source) 
 	if err := os.Rename(filepath.Join(tmp, "rootfs"), filepath.Join(dir, "rootfs")); err != nil {
 		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
 	}
+	if err := writeJSON(filepath.Join(dir, ownerFile), owner{Account: src.Account, Bytes: tree.Bytes(), UID: uid}); err != nil {
+		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
+	}
+	desc.DiskBytes = tree.Bytes()
 	if err := writeJSON(filepath.Join(dir, imageFile), desc); err != nil {
 		return provider.Image{}, provider.Wrap(provider.Transient, "prepare", id, err)
 	}
@@ -294,9 +373,37 @@ func (p *Provider) Deploy(ctx context.Context, id string, img provider.Image, cf
 		}
 	}
 	env := append(append(append([]string(nil), prepared.Env...), cfg.Env...), "PORT="+strconv.Itoa(port))
-	cmd := p.tools.command(filepath.Join(dir, "rootfs"), prepared.Argv, env, prepared.WorkDir, cfg.CPUCount, cfg.MemoryMiB, ownNet)
+	uid, err := p.treeOwner(id)
+	if err != nil {
+		return provider.Instance{}, provider.Wrap(provider.Transient, "deploy", id, err)
+	}
+	r := run{rootfs: filepath.Join(dir, "rootfs"), argv: prepared.Argv, env: env, workDir: prepared.WorkDir,
+		cpus: cfg.CPUCount, memMiB: cfg.MemoryMiB, procs: p.limits.Processes, tmp: p.limits.TmpBytes,
+		uid: uid, cgroup: p.cg != nil, ownNet: ownNet}
+	if r.cpus <= 0 {
+		r.cpus = p.limits.CPUs
+	}
+	if r.memMiB <= 0 {
+		r.memMiB = p.limits.MemoryMiB
+	}
+	if uid < 0 && !r.cgroup && os.Geteuid() != 0 {
+		// Sharing the provider's uid, the instance is counted with every task of it.
+		r.procs += uidTasks(os.Geteuid())
+	}
+	cmd := p.tools.command(r)
 	// Its own process group, so that pause, resume and terminate reach every process in it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if uid >= 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
+	}
+	if p.cg != nil {
+		cgdir, err := p.cg.create(id, r.memMiB, r.cpus, r.procs)
+		if err != nil {
+			return provider.Instance{}, provider.Wrap(provider.Transient, "deploy", id, err)
+		}
+		defer cgdir.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cgdir.Fd())
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return provider.Instance{}, provider.Wrap(provider.Transient, "deploy", id, err)
@@ -306,6 +413,7 @@ func (p *Provider) Deploy(ctx context.Context, id string, img provider.Image, cf
 		return provider.Instance{}, provider.Wrap(provider.Transient, "deploy", id, err)
 	}
 	in := &instance{
+		uid:    uid,
 		img:    prepared,
 		cmd:    cmd,
 		done:   make(chan struct{}),
@@ -445,8 +553,8 @@ func (p *Provider) setPaused(id, op string, pause bool) error {
 	return nil
 }
 
-// Terminate kills the process group, waits for it, and removes the enclave's directory: image
-// tree, keys, everything.
+// Terminate kills the process group, waits until every process of the instance is gone, and
+// removes the enclave's directory: image tree, keys, everything.
 func (p *Provider) Terminate(ctx context.Context, id string) error {
 	unlock, err := p.lock(id)
 	if err != nil {
@@ -462,13 +570,26 @@ func (p *Provider) Terminate(ctx context.Context, id string) error {
 		case <-ctx.Done():
 			return provider.Wrap(provider.Transient, "terminate", id, ctx.Err())
 		}
+		// bubblewrap has been reaped, but the sandbox's init and what it ran may still be dying
+		// (the kernel kills a pid namespace's processes when its init dies, not at once).
+		if err := in.waitGone(ctx, 10*time.Second); err != nil {
+			return provider.Wrap(provider.Transient, "terminate", id, err)
+		}
 		p.mu.Lock()
 		delete(p.enclaves, id)
 		p.mu.Unlock()
 	}
+	if p.cg != nil {
+		if err := p.cg.remove(id); err != nil {
+			return provider.Wrap(provider.Transient, "terminate", id, err)
+		}
+	}
 	if err := os.RemoveAll(p.enclaveDir(id)); err != nil {
 		return provider.Wrap(provider.Transient, "terminate", id, err)
 	}
+	p.uidMu.Lock()
+	delete(p.reservedUIDs, id)
+	p.uidMu.Unlock()
 	return nil
 }
 

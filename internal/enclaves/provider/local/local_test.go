@@ -36,6 +36,7 @@ import (
 	"conduit/app/apptest/wait"
 	"conduit/internal/attest"
 	"conduit/internal/enclaves/provider"
+	"conduit/internal/enclaves/provider/oci"
 	"conduit/internal/enclaves/provider/providertest"
 )
 
@@ -100,6 +101,19 @@ func pushedApp(t *testing.T) string {
 	return ref
 }
 
+// searchableDir is a temporary directory that other uids can pass through (not list), as an
+// instance's own uid must to reach its image (docs/enclaves.md, "Limits").
+func searchableDir(t *testing.T) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, p := range []string{filepath.Dir(d), d} {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
 func newProvider(t *testing.T) (*Provider, *attest.Authority) {
 	t.Helper()
 	auth, err := attest.NewAuthority(t.TempDir())
@@ -107,7 +121,7 @@ func newProvider(t *testing.T) (*Provider, *attest.Authority) {
 		t.Fatal(err)
 	}
 	// Not skipped when bubblewrap is missing: the provider is the point of the test.
-	p, err := New(Options{Dir: t.TempDir(), Authority: auth})
+	p, err := New(Options{Dir: searchableDir(t), Authority: auth})
 	if err != nil {
 		t.Fatalf("the local provider cannot start here (install bubblewrap: apt-get install bubblewrap): %v", err)
 	}
@@ -268,22 +282,29 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 
-	// Logs hold stdout and stderr with times and increasing sequence numbers.
-	logs, err := p.Logs(ctx, id, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []string
+	// Logs hold stdout and stderr with times and increasing sequence numbers. The lines are
+	// read from the application's pipes as it writes them, so wait (bounded) for the last.
+	var logs []provider.LogLine
+	wait.Eventually(t, 10*time.Second, "the application's lines in the logs", func() error {
+		logs, err = p.Logs(ctx, id, 0, 0)
+		if err != nil {
+			return err
+		}
+		var all []string
+		for _, l := range logs {
+			all = append(all, string(l.Stream)+":"+l.Text)
+		}
+		joined := strings.Join(all, "\n")
+		for _, want := range []string{"stdout:listening on", "stderr:a line on stderr", "stdout:request /whoami"} {
+			if !strings.Contains(joined, want) {
+				return fmt.Errorf("logs lack %q:\n%s", want, joined)
+			}
+		}
+		return nil
+	})
 	for i, l := range logs {
 		if l.Time.IsZero() || (i > 0 && l.Seq <= logs[i-1].Seq) {
 			t.Errorf("bad log line %+v", l)
-		}
-		all = append(all, string(l.Stream)+":"+l.Text)
-	}
-	joined := strings.Join(all, "\n")
-	for _, want := range []string{"stdout:listening on", "stderr:a line on stderr", "stdout:request /whoami"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("logs lack %q:\n%s", want, joined)
 		}
 	}
 	if tail, _ := p.Logs(ctx, id, logs[len(logs)-1].Seq-1, 5); len(tail) != 1 {
@@ -782,7 +803,7 @@ func TestUnpackRefusesEscapes(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			_ = unpack(img, filepath.Join(dir, "rootfs")) // refusing or dropping are both fine
+			_ = unpack(img, filepath.Join(dir, "rootfs"), oci.Limits{}, oci.NewTree(oci.Limits{}), -1) // refusing or dropping are both fine
 			if _, err := os.Stat(filepath.Join(dir, "outside")); err == nil {
 				t.Error("a file was written outside the root")
 			}
@@ -810,7 +831,7 @@ func TestUnpackRefusesEscapes(t *testing.T) {
 		{Name: "passwd", Typeflag: tar.TypeLink, Linkname: "../../etc/passwd"},
 		{Name: "passwd", Typeflag: tar.TypeLink, Linkname: "etc/x"},
 	} {
-		if err := unpackEntry(root, h, strings.NewReader("")); err == nil {
+		if err := unpackEntry(root, h, strings.NewReader(""), -1); err == nil {
 			t.Errorf("unpackEntry accepted %q (link %q)", h.Name, h.Linkname)
 		}
 	}

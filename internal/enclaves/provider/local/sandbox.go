@@ -55,31 +55,55 @@ func (t sandboxTools) probe(dir string) error {
 	return nil
 }
 
+// run is how one instance runs: its limits and who it is on the host.
+type run struct {
+	rootfs  string // the image's tree
+	argv    []string
+	env     []string
+	workDir string
+	cpus    int
+	memMiB  int
+	procs   int
+	tmp     int64
+	uid     int  // host uid of the sandbox; -1: the provider's own
+	cgroup  bool // in a cgroup v2 of its own, which holds memory, pids and CPU
+	ownNet  bool
+}
+
 // command builds the process tree of one instance:
 //
-//	taskset -c 0-(cpus-1) prlimit --as=… --nproc=… -- bwrap [namespaces, mounts] -- argv…
+//	taskset -c 0-(cpus-1) prlimit --data=… --nproc=… -- bwrap [namespaces, mounts] -- argv…
 //
 // What it isolates (docs/enclaves.md says the same): new user, pid, ipc, uts and mount namespaces
 // (and cgroup when the kernel allows); with ownNet a network namespace with only loopback, whose
 // one port the provider forwards (forward.go); the image's tree as a read-only root; a private
-// /proc, minimal /dev and an empty tmpfs /tmp; no capabilities; a uid of its own; the environment
-// only as given. What it does not: without ownNet the network is the host's. CPU is limited by
-// affinity (taskset), memory by RLIMIT_DATA: per process, not a cgroup's total.
-func (t sandboxTools) command(rootfs string, argv, env []string, workDir string, cpus, memoryMiB int, ownNet bool) *exec.Cmd {
+// /proc, minimal /dev and a size-capped tmpfs /tmp; no capabilities; a uid of its own; the
+// environment only as given. What it does not: without ownNet the network is the host's.
+//
+// Limits: in a cgroup (r.cgroup) memory.max, pids.max and cpu.max hold for the instance as a
+// whole. Without one the fallback is rlimits: RLIMIT_DATA per process for memory, RLIMIT_NPROC
+// for tasks (per enclave, because each runs as a host uid of its own when the provider is root)
+// and CPU affinity (taskset) for CPU.
+func (t sandboxTools) command(r run) *exec.Cmd {
 	var args []string
-	if cpus > 0 && cpus < runtime.NumCPU() {
-		args = append(args, t.taskset, "-c", fmt.Sprintf("0-%d", cpus-1))
+	if r.cpus > 0 && r.cpus < runtime.NumCPU() {
+		args = append(args, t.taskset, "-c", fmt.Sprintf("0-%d", r.cpus-1))
 	}
 	args = append(args, t.prlimit)
-	if memoryMiB > 0 {
-		args = append(args, "--data="+strconv.FormatInt(int64(memoryMiB)<<20, 10))
+	if r.memMiB > 0 && !r.cgroup {
+		args = append(args, "--data="+strconv.FormatInt(int64(r.memMiB)<<20, 10))
+	}
+	if r.procs > 0 && !r.cgroup {
+		// Checked against the tasks of the sandbox's uid; for root's uid the kernel would not
+		// check at all, hence the uid of its own.
+		args = append(args, "--nproc="+strconv.Itoa(r.procs))
 	}
 	args = append(args, "--core=0", "--",
 		t.bwrap,
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--uid", "1000", "--gid", "1000",
 	)
-	if ownNet {
+	if r.ownNet {
 		args = append(args, "--unshare-net")
 	}
 	args = append(args,
@@ -87,20 +111,26 @@ func (t sandboxTools) command(rootfs string, argv, env []string, workDir string,
 		// The instance dies with the provider: after a worker restart, Deploy starts it again and
 		// there is never a second, orphaned copy.
 		"--die-with-parent",
-		"--ro-bind", rootfs, "/",
+		"--ro-bind", r.rootfs, "/",
 		"--proc", "/proc",
 		"--dev", "/dev",
+	)
+	if r.tmp > 0 {
+		args = append(args, "--size", strconv.FormatInt(r.tmp, 10))
+	}
+	args = append(args,
 		"--tmpfs", "/tmp",
-		"--chdir", workDir,
+		"--chdir", r.workDir,
 		"--clearenv",
 	)
-	for _, kv := range env {
+	for _, kv := range r.env {
 		k, v, _ := strings.Cut(kv, "=")
 		args = append(args, "--setenv", k, v)
 	}
 	args = append(args, "--")
-	args = append(args, argv...)
+	args = append(args, r.argv...)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Dir = "/"
 	return cmd
 }

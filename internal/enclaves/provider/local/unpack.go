@@ -12,6 +12,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // unpack writes the image's filesystem into dir, which must not exist yet. mutate.Extract
@@ -20,11 +22,22 @@ import (
 // land outside dir is refused, and nothing is written through a symbolic link, so a layer cannot
 // plant "etc -> /etc" and then write /etc/passwd on the host. Symbolic links themselves are kept
 // as they are; they resolve inside the sandbox, whose root is dir.
-func unpack(img v1.Image, dir string) error {
+//
+// What is read and written is bounded while it is read (oci.Limits and tree's budget): an image
+// over a limit stops with an *oci.LimitError and the caller removes dir. Every entry is owned by
+// owner (a uid; -1 leaves the provider's), the uid the sandbox runs as outside its namespace.
+func unpack(img v1.Image, dir string, lim oci.Limits, tree *oci.Tree, owner int) error {
+	if err := lim.CheckManifest(img); err != nil {
+		if _, over := oci.Exceeded(err); over {
+			return err
+		}
+		return fmt.Errorf("reading the image's manifest: %w", err)
+	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	rc := mutate.Extract(img)
+	bounded := oci.Bounded(img, lim)
+	rc := mutate.Extract(bounded)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
@@ -38,6 +51,9 @@ func unpack(img v1.Image, dir string) error {
 				break
 			}
 		}
+		if le := bounded.Err(); le != nil {
+			return le // reworded or not on its way out, this is why it stopped
+		}
 		if err != nil {
 			// mutate.Extract refuses names that climb out with this message; anything else is
 			// reading the layers (from the registry: layers are fetched as they are read).
@@ -46,7 +62,14 @@ func unpack(img v1.Image, dir string) error {
 			}
 			return fmt.Errorf("reading the image's layers: %w", err)
 		}
-		if err := unpackEntry(dir, h, tr); err != nil {
+		size := int64(0)
+		if h.Typeflag == tar.TypeReg {
+			size = h.Size
+		}
+		if err := tree.Entry(h.Name, size); err != nil {
+			return err
+		}
+		if err := unpackEntry(dir, h, tr, owner); err != nil {
 			return &unsafeImageError{fmt.Errorf("unpacking %q: %w", h.Name, err)}
 		}
 	}
@@ -56,7 +79,15 @@ func unpack(img v1.Image, dir string) error {
 			return err
 		}
 	}
-	return nil
+	return chown(dir, owner)
+}
+
+// chown gives p (not following a link) to owner; -1 leaves it as it is.
+func chown(p string, owner int) error {
+	if owner < 0 {
+		return nil
+	}
+	return os.Lchown(p, owner, owner)
 }
 
 // unsafeImageError is an image that cannot be unpacked as it is: retrying will not change it.
@@ -105,7 +136,18 @@ func noLinksOnTheWay(dir, p string) error {
 	return nil
 }
 
-func unpackEntry(dir string, h *tar.Header, r io.Reader) error {
+func unpackEntry(dir string, h *tar.Header, r io.Reader, owner int) error {
+	if err := writeEntry(dir, h, r); err != nil {
+		return err
+	}
+	if h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeSymlink {
+		target, _ := inside(dir, h.Name)
+		return chown(target, owner)
+	}
+	return nil
+}
+
+func writeEntry(dir string, h *tar.Header, r io.Reader) error {
 	target, err := inside(dir, h.Name)
 	if err != nil {
 		return err

@@ -148,7 +148,18 @@ func lines(what string, items []string) ([]byte, error) {
 // resolves the same inside the enclave's root. Devices and FIFOs are left out (the init provides
 // /dev). Parent directories missing from the layers are added (mode 0755), since the kernel's
 // initramfs unpacker does not create them.
-func appRamdisk(w io.Writer, img v1.Image, desc provider.Image) error {
+//
+// The unpacking is bounded like the local provider's (oci.Limits): an image over a limit is a
+// badImage naming the setting, and the ramdisk file is removed by the caller.
+func appRamdisk(w io.Writer, img v1.Image, desc provider.Image, lim oci.Limits) error {
+	if err := lim.CheckManifest(img); err != nil {
+		if le, over := oci.Exceeded(err); over {
+			return &badImage{le}
+		}
+		return fmt.Errorf("reading the image's manifest: %w", err)
+	}
+	bounded := oci.Bounded(img, lim)
+	tree := oci.NewTree(lim)
 	cw := eif.NewCPIOWriter(w)
 	dirs := map[string]bool{}
 	var mkdirs func(p string) error
@@ -165,7 +176,7 @@ func appRamdisk(w io.Writer, img v1.Image, desc provider.Image) error {
 	if err := mkdirs("rootfs"); err != nil {
 		return err
 	}
-	rc := mutate.Extract(img)
+	rc := mutate.Extract(bounded)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	for {
@@ -176,6 +187,9 @@ func appRamdisk(w io.Writer, img v1.Image, desc provider.Image) error {
 				break
 			}
 		}
+		if le := bounded.Err(); le != nil {
+			return &badImage{le}
+		}
 		if err != nil {
 			if strings.Contains(err.Error(), "unsafe tar path") {
 				return &badImage{err}
@@ -185,6 +199,13 @@ func appRamdisk(w io.Writer, img v1.Image, desc provider.Image) error {
 		rel, err := clean(h.Name)
 		if err != nil {
 			return &badImage{fmt.Errorf("%q: %w", h.Name, err)}
+		}
+		size := int64(0)
+		if h.Typeflag == tar.TypeReg {
+			size = h.Size
+		}
+		if err := tree.Entry(h.Name, size); err != nil {
+			return &badImage{err}
 		}
 		if rel == "" {
 			continue
@@ -278,7 +299,7 @@ func (p *Provider) buildEIF(img v1.Image, desc provider.Image, cf *v1.ConfigFile
 	}
 	defer os.Remove(rd.Name())
 	defer rd.Close()
-	if err := appRamdisk(rd, img, desc); err != nil {
+	if err := appRamdisk(rd, img, desc, p.opts.Limits); err != nil {
 		return nil, err
 	}
 	rdSize, err := rd.Seek(0, io.SeekCurrent)

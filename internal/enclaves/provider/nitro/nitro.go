@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"conduit/internal/enclaves/provider"
+	"conduit/internal/enclaves/provider/oci"
 )
 
 // ProviderID is the providerId of enclaves this provider runs.
@@ -42,6 +43,8 @@ const ProviderID = "aws-nitro"
 // Options configure a Provider. Region, AMI, InstanceType, Bucket, LogGroup, KernelPath and
 // InitPath are required.
 type Options struct {
+	// Limits bound the image's unpacking into the EIF's ramdisk (zero: oci.DefaultLimits).
+	Limits oci.Limits
 	Region string
 	// AMI is the parent instance's image: it must provide the boot service of the contract
 	// (docs/enclaves.md) and nitro-cli.

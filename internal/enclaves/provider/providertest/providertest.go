@@ -88,3 +88,36 @@ func Layer(t testing.TB, entries ...Entry) v1.Layer {
 	}
 	return l
 }
+
+// Bomb is a layer holding one file of size zero bytes at name, streamed: a
+// few hundred KB of gzip that unpacks to size bytes, as an image that
+// tries to fill the disk would be. Nothing of it is ever held in memory.
+func Bomb(t testing.TB, name string, size int64) v1.Layer {
+	t.Helper()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		pr, pw := io.Pipe()
+		go func() {
+			tw := tar.NewWriter(pw)
+			err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: size, ModTime: time.Unix(0, 0)})
+			if err == nil {
+				_, err = io.CopyN(tw, zeros{}, size)
+			}
+			if err == nil {
+				err = tw.Close()
+			}
+			pw.CloseWithError(err)
+		}()
+		return pr, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
