@@ -40,6 +40,8 @@ type Config struct {
 	Enclaves Enclaves `mapstructure:"enclaves"`
 	Admin    Admin    `mapstructure:"admin"`
 	Checkout Checkout `mapstructure:"checkout"`
+	// Redaction is the redacting chat proxy and the PII vault.
+	Redaction RedactionProxies `mapstructure:"redaction"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -472,7 +474,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, redactionDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -596,6 +598,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateOAuth()...)
 	errs = append(errs, c.validateCheckout()...)
 	errs = append(errs, c.validateEnclavesAWS()...)
+	errs = append(errs, c.validateRedaction()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}
