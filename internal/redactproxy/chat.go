@@ -16,6 +16,7 @@ import (
 	"conduit/internal/errs"
 	"conduit/internal/logging"
 	"conduit/internal/redact"
+	"conduit/internal/redactlog"
 )
 
 // ChatArgs is one call of POST /api/redact/chat/completions.
@@ -188,7 +189,7 @@ func (s *Service) Chat(ctx context.Context, a ChatArgs, w Writer) error {
 		return err
 	}
 	sess := NewSession(p.Policy, s.hashKeyFor(a.AccountID), req.texts()...)
-	rec := Record{AccountID: a.AccountID, KeyID: a.KeyID, ProxyID: p.ID}
+	rec := redactlog.Record{AccountID: a.AccountID, KeyID: a.KeyID, ProxyID: p.ID, Source: redactlog.SourceProxy}
 	audit := func(status int) {
 		if !p.Audit || s.Log == nil {
 			return
@@ -196,7 +197,7 @@ func (s *Service) Chat(ctx context.Context, a ChatArgs, w Writer) error {
 		rec.Counts = countsOf(sess.Counts())
 		rec.UpstreamStatus = status
 		rec.Latency = time.Since(started)
-		if err := s.Log.Append(context.WithoutCancel(ctx), rec); err != nil {
+		if _, err := s.Log.Append(context.WithoutCancel(ctx), rec); err != nil {
 			logging.From(ctx).Error("the redaction audit entry could not be written", "proxy", p.ID, "err", err)
 		}
 	}
@@ -217,7 +218,7 @@ func (s *Service) Chat(ctx context.Context, a ChatArgs, w Writer) error {
 	for k, v := range up.headers {
 		hreq.Header.Set(k, v)
 	}
-	resp, err := s.Fetcher.Client("the proxy's upstream").Do(hreq)
+	resp, err := s.httpClient().Do(hreq)
 	if err != nil {
 		audit(0)
 		return upstreamFailure(ctx, err, s.Timeout)

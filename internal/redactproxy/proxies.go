@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"conduit/internal/errs"
 	"conduit/internal/imagefetch"
 	"conduit/internal/paging"
+	"conduit/internal/redactlog"
 	"conduit/internal/store"
 	"conduit/internal/vault"
 )
@@ -67,27 +70,24 @@ type Service struct {
 	// Fetcher judges and reaches caller-named upstream hosts (its rules:
 	// internal/imagefetch).
 	Fetcher *imagefetch.Fetcher
-	// Log records calls (redactlog).
-	Log Recorder
+	// Log records calls (nil: not recorded).
+	Log *redactlog.Service
 	// OpenAIURL and AnthropicURL are the default base URLs of the styles.
 	OpenAIURL, AnthropicURL string
 	Timeout                 time.Duration
 	MaxProxies              int
 	// HashKey keys the hash action (with the account id).
 	HashKey []byte
+
+	clientOnce sync.Once
+	client     *http.Client
 }
 
-// Recorder appends an audit entry.
-type Recorder interface {
-	Append(ctx context.Context, r Record) error
-}
-
-// Record is one call for the audit log.
-type Record struct {
-	AccountID, KeyID, ProxyID string
-	Counts                    map[string]int
-	UpstreamStatus            int
-	Latency                   time.Duration
+// httpClient is the one client every upstream call shares (its pinned,
+// checked connections are kept alive between calls).
+func (s *Service) httpClient() *http.Client {
+	s.clientOnce.Do(func() { s.client = s.Fetcher.Client("the proxy's upstream") })
+	return s.client
 }
 
 func (s *Service) check(ctx context.Context, a *ProxyArgs, update bool) error {
