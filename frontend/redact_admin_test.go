@@ -10,6 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"conduit/internal/codec"
+	"conduit/internal/vault"
 )
 
 func bearer(key string) []string { return []string{"Authorization", "Bearer " + key} }
@@ -309,3 +312,35 @@ func TestVaultRoundTripAndShredding(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestVaultKeyRotation rewraps every wrapped key under a new primary
+// master key: values read with the new key alone, then the keys go back
+// under the platform's own key for the tests after this one.
+func TestVaultKeyRotation(t *testing.T) {
+	acct, key := env.NewAccount(t)
+	in := env.Do(t, "POST", "/api/pii/tokens", map[string]any{"subjectId": "rot-1", "items": []any{map[string]any{"type": "NAME", "value": "Rota Tion"}}}, bearer(key)...)
+	tok := in.JSON(t)["tokens"].([]any)[0].(map[string]any)["token"].(string)
+	createProxy(t, key, map[string]any{"name": "rot", "style": "openai", "upstreamKey": "sk-rotated"})
+	old := env.Config.VaultKeys()
+	fresh := codec.NewKey("rotated")
+	both, err := vault.NewMaster(fresh + "," + old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if n, err := (&vault.Service{Store: env.Platform.Store, Master: both}).Rewrap(ctx); err != nil || n < 2 {
+		t.Fatalf("%d %v", n, err)
+	}
+	onlyNew, _ := vault.NewMaster(fresh)
+	v, err := (&vault.Service{Store: env.Platform.Store, Master: onlyNew}).Read(ctx, vault.Caller{AccountID: acct}, tok)
+	if err != nil || v.Value != "Rota Tion" {
+		t.Fatalf("%+v %v", v, err)
+	}
+	back, _ := vault.NewMaster(old + "," + fresh)
+	if _, err := (&vault.Service{Store: env.Platform.Store, Master: back}).Rewrap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := env.Do(t, "GET", "/api/pii/tokens/"+tok, nil, bearer(key)...); r.Status != 200 || r.JSON(t)["value"] != "Rota Tion" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+}

@@ -193,3 +193,59 @@ func (s *Store) PIIAuditPage(ctx context.Context, accountID, subjectID string, b
 	}
 	return out, rows.Err()
 }
+
+// Wrapped is one wrapped key the master key protects (for rotation).
+type Wrapped struct {
+	// Kind is subject, account or proxy; Account and Ref (the subject or
+	// proxy id) name the row, and with Kind give the associated data.
+	Kind, Account, Ref string
+	Bytes              []byte
+}
+
+// RewrapAll passes every wrapped key through f and stores what it answers,
+// each row in its own statement (a crash part way is safe to run again:
+// every key still opens with the keys configured).
+func (s *Store) RewrapAll(ctx context.Context, f func(Wrapped) ([]byte, error)) (int, error) {
+	var all []Wrapped
+	for _, q := range []struct{ kind, sql string }{
+		{"subject", `SELECT account_id, subject_id, keyset FROM pii_subjects WHERE keyset IS NOT NULL`},
+		{"account", `SELECT account_id, '', det_keyset FROM pii_account_keys`},
+		{"proxy", `SELECT account_id, id, upstream_key FROM redaction_proxies WHERE upstream_key IS NOT NULL`},
+	} {
+		rows, err := s.pool.Query(ctx, q.sql)
+		if err != nil {
+			return 0, err
+		}
+		for rows.Next() {
+			w := Wrapped{Kind: q.kind}
+			if err := rows.Scan(&w.Account, &w.Ref, &w.Bytes); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			all = append(all, w)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+	}
+	for i, w := range all {
+		b, err := f(w)
+		if err != nil {
+			return i, err
+		}
+		var sql string
+		switch w.Kind {
+		case "subject":
+			sql = `UPDATE pii_subjects SET keyset = $3 WHERE account_id = $1 AND subject_id = $2 AND keyset IS NOT NULL`
+		case "account":
+			sql = `UPDATE pii_account_keys SET det_keyset = $3 WHERE account_id = $1 AND $2 = ''`
+		default:
+			sql = `UPDATE redaction_proxies SET upstream_key = $3 WHERE account_id = $1 AND id = $2 AND upstream_key IS NOT NULL`
+		}
+		if _, err := s.pool.Exec(ctx, sql, w.Account, w.Ref, b); err != nil {
+			return i, err
+		}
+	}
+	return len(all), nil
+}

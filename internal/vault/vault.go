@@ -444,3 +444,26 @@ func (s *Service) Audit(ctx context.Context, c Caller, subject string, after pag
 	}
 	return p, nil
 }
+
+// Rewrap re-encrypts every wrapped key under the primary master key
+// (rotation, docs/redaction-proxies.md): subject keysets, account join
+// keysets and stored proxy upstream keys. It answers how many it rewrapped.
+func (s *Service) Rewrap(ctx context.Context) (int, error) {
+	if err := s.ready(); err != nil {
+		return 0, err
+	}
+	return s.Store.RewrapAll(ctx, func(w store.Wrapped) ([]byte, error) {
+		switch w.Kind {
+		case "subject":
+			return s.Master.Rewrap(w.Bytes, "pii-subject/"+w.Account+"/"+w.Ref)
+		case "account":
+			return s.Master.Rewrap(w.Bytes, "pii-join/"+w.Account)
+		}
+		purpose := "redaction-proxy-upstream-key/" + w.Ref
+		pt, err := s.Master.Open(w.Bytes, purpose)
+		if err != nil {
+			return nil, err
+		}
+		return s.Master.Seal(pt, purpose)
+	})
+}
