@@ -171,7 +171,13 @@ func insidePlaceholder(text string, from, to int) bool {
 
 func (s *Session) replace(t redact.Type, value string, restorable bool) (string, error) {
 	s.counts[t]++
-	switch s.policy.action(t) {
+	act := s.policy.action(t)
+	if act == ActBlock && !restorable {
+		// The answer is already being written: a blocked type the model
+		// produced is masked, not a failure halfway through it.
+		act = ActMask
+	}
+	switch act {
 	case ActBlock:
 		for _, b := range s.blocked {
 			if b == t {

@@ -95,6 +95,9 @@ func TestPolicyActions(t *testing.T) {
 	if _, err := NewSession(p, nil).Redact("x a@b.co"); err == nil || strings.Contains(err.Error(), "a@b.co") {
 		t.Fatalf("block: %v", err)
 	}
+	if out, err := NewSession(p, nil).RedactOutput("x a@b.co"); err != nil || out != "x ******" {
+		t.Fatalf("a blocked type in the answer: %q %v", out, err)
+	}
 	if _, err := (Policy{Types: []redact.Type{"NOPE"}}).Check(); err == nil {
 		t.Fatal("unknown type accepted")
 	}
