@@ -3,9 +3,11 @@ package frontend_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/openai/openai-go/v3"
@@ -343,4 +345,41 @@ func TestVaultKeyRotation(t *testing.T) {
 	if r := env.Do(t, "GET", "/api/pii/tokens/"+tok, nil, bearer(key)...); r.Status != 200 || r.JSON(t)["value"] != "Rota Tion" {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
+}
+
+// hangingUpstream sends one event, then waits for the proxy to hang up.
+type hangingUpstream struct{ cancelled chan struct{} }
+
+func (h *hangingUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hello"},"finish_reason":null}]}`+"\n\n")
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+		close(h.cancelled)
+	case <-time.After(time.Minute):
+	}
+}
+
+// TestRedactChatCancellationReachesTheUpstream: a caller that hangs up
+// mid-stream ends the upstream call too.
+func TestRedactChatCancellationReachesTheUpstream(t *testing.T) {
+	_, key := env.NewAccount(t)
+	up := &hangingUpstream{cancelled: make(chan struct{})}
+	env.Internet.Host(t, "hanging.upstream.test", up)
+	createProxy(t, key, map[string]any{"name": "hanging", "style": "openai", "baseUrl": "https://hanging.upstream.test/v1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := redactClient(key, "hanging", "sk-x")
+	stream := client.Chat.Completions.NewStreaming(ctx, chatParams())
+	if !stream.Next() || stream.Current().Choices[0].Delta.Content != "Hello" {
+		t.Fatalf("first chunk: %v", stream.Err())
+	}
+	cancel()
+	select {
+	case <-up.cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream call outlived the caller")
+	}
+	_ = stream.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"conduit/internal/errs"
 	"conduit/internal/imagefetch"
 	"conduit/internal/paging"
+	"conduit/internal/pgtext"
 	"conduit/internal/redactlog"
 	"conduit/internal/store"
 	"conduit/internal/vault"
@@ -306,6 +307,9 @@ func (s *Service) Delete(ctx context.Context, accountID, id string) error {
 func (s *Service) find(ctx context.Context, accountID, ref string) (Proxy, error) {
 	if ref == "" {
 		return Proxy{}, errs.Invalidf("the x-svc-proxy header must name one of your redaction proxies (its id or name)")
+	}
+	if why := pgtext.Problem(ref); why != "" || len(ref) > 200 {
+		return Proxy{}, errs.Invalidf("the x-svc-proxy header is not a proxy id or name")
 	}
 	r, err := s.Store.RedactionProxy(ctx, accountID, ref)
 	if errors.Is(err, store.ErrNotFound) {
