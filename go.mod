@@ -38,6 +38,7 @@ require (
 	github.com/stripe/stripe-go/v85 v85.0.0
 	github.com/temporalio/ui-server/v2 v2.54.1
 	github.com/tiktoken-go/tokenizer v0.10.0
+	github.com/tink-crypto/tink-go/v2 v2.9.0
 	github.com/ulule/limiter/v3 v3.11.2
 	github.com/veraison/go-cose v1.3.0
 	go.temporal.io/api v1.63.5

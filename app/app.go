@@ -185,7 +185,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
-		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources()}
+		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction()}
 }
 
 // usageSources are the sources of GET /api/account/usage beside the

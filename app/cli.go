@@ -44,14 +44,15 @@ type Env struct {
 // never start servers of their own: database and Temporal are configured.
 func ProductionCommands() map[string]Command {
 	return map[string]Command{
-		"frontend": {Summary: "serve the HTTP API", Run: runRoles(Roles{Frontend: true})},
-		"worker":   {Summary: "run the Temporal worker", Run: runRoles(Roles{Worker: true})},
-		"all":      {Summary: "serve the API and run the worker in one process", Run: runRoles(Roles{Frontend: true, Worker: true})},
-		"migrate":  {Summary: "apply database migrations and exit", Run: migrate},
-		"account":  accountCommand(),
-		"x402":     x402Command(),
-		"enclave":  enclaveCommand(),
-		"task":     taskCommand(),
+		"frontend":  {Summary: "serve the HTTP API", Run: runRoles(Roles{Frontend: true})},
+		"worker":    {Summary: "run the Temporal worker", Run: runRoles(Roles{Worker: true})},
+		"all":       {Summary: "serve the API and run the worker in one process", Run: runRoles(Roles{Frontend: true, Worker: true})},
+		"migrate":   {Summary: "apply database migrations and exit", Run: migrate},
+		"account":   accountCommand(),
+		"x402":      x402Command(),
+		"enclave":   enclaveCommand(),
+		"task":      taskCommand(),
+		"redaction": redactionCommand(),
 	}
 }
 

@@ -80,10 +80,10 @@ func principal(c *gin.Context) accounts.Principal {
 // cookieAllowed: the session cookie authenticates the public API's
 // account, key, pipeline, run, media, enclave and billing routes, never
 // the tool server and its mirror (OAuth access tokens and keys only: they
-// answer any origin) nor chat completions (an OpenAI-compatible client's
-// route). Pay-per-call and x402 top-up routes do not authenticate here.
+// answer any origin) nor chat completions, pipeline or redacting (an
+// OpenAI-compatible client's routes). Pay-per-call and x402 top-up routes do not authenticate here.
 func cookieAllowed(c *gin.Context) bool {
-	return !onToolServer(c.Request.URL.Path) && c.FullPath() != ChatPath
+	return !onToolServer(c.Request.URL.Path) && c.FullPath() != ChatPath && c.FullPath() != RedactChatPath
 }
 
 // onToolServer: path is the tool server's or its mirror's.

@@ -57,6 +57,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Enclaves configures the enclave routes (off: they answer 503).
 	Enclaves Enclaves
+	// Redaction is the redaction proxies, their audit log and the PII
+	// vault (redact.go; nil: their routes answer 503).
+	Redaction *Redaction
 	// DevTools mounts the dev-only routes (POST /dev/x402/mint). Only the
 	// dev command and the test harness set it; the production binary never
 	// does.
@@ -245,6 +248,7 @@ func New(d Deps) *Server {
 	s.mountEnclaves(api, requireScope(apikey.EnclavesRead), requireScope(apikey.EnclavesWrite), requireScope(apikey.LogsRead))
 	s.mountAdmin(edge)
 	s.mountTasks(api, requireScope(apikey.TasksRead), requireScope(apikey.TasksWrite))
+	s.mountRedaction(r, api)
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

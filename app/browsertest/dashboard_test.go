@@ -204,6 +204,8 @@ func TestDashboardFlow(t *testing.T) {
 		{"/dashboard/media", "Media and purchases", "media"},
 		{"/dashboard/enclaves", "Enclaves", "enclaves"},
 		{"/dashboard/tasks", "Scheduled tasks", "tasks"},
+		{"/dashboard/proxies", "Redaction proxies", "proxies"},
+		{"/dashboard/redaction-log", "Redaction log", "redaction-log"},
 	} {
 		x.open(p.path, p.heading)
 		x.accessible(p.shot)

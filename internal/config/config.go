@@ -42,6 +42,8 @@ type Config struct {
 	Checkout Checkout `mapstructure:"checkout"`
 	Quota    Quota    `mapstructure:"quota"`
 	Metering Metering `mapstructure:"metering"`
+	// Redaction is the redacting chat proxy and the PII vault.
+	Redaction RedactionProxies `mapstructure:"redaction"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -476,7 +478,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -602,6 +604,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateCheckout()...)
 	errs = append(errs, c.validateEnclavesAWS()...)
 	errs = append(errs, c.Enclaves.Limits.validate()...)
+	errs = append(errs, c.validateRedaction()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
 		errs = append(errs, fmt.Errorf("x402.rate_limit (%s_X402_RATE_LIMIT) %q must look like 60-M (count per S, M or H)", EnvPrefix, c.X402.RateLimit))
 	}

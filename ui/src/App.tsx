@@ -10,6 +10,7 @@ import { RunList, RunPage } from "./pages/Runs";
 import { Media } from "./pages/Media";
 import { EnclaveList, EnclavePage } from "./pages/Enclaves";
 import { TaskList, TaskPage } from "./pages/Tasks";
+import { ProxyList, RedactionLog } from "./pages/Redaction";
 
 const nav: [string, string][] = [
   ["/pipelines", "Pipelines"],
@@ -19,6 +20,8 @@ const nav: [string, string][] = [
   ["/media", "Media"],
   ["/enclaves", "Enclaves"],
   ["/tasks", "Tasks"],
+  ["/proxies", "Proxies"],
+  ["/redaction-log", "Redaction log"],
 ];
 
 export function App() {
@@ -90,6 +93,8 @@ export function App() {
   else if ((m = match("/enclaves/:id", path))) page = <EnclavePage id={m.id} />;
   else if (path === "/tasks") page = <TaskList />;
   else if ((m = match("/tasks/:id", path))) page = <TaskPage key={m.id} id={m.id} />;
+  else if (path === "/proxies") page = <ProxyList />;
+  else if (path === "/redaction-log") page = <RedactionLog />;
   else
     page = (
       <>
