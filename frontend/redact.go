@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/apikey"
 	"conduit/internal/errs"
 	"conduit/internal/paging"
 	"conduit/internal/redactlog"
@@ -39,18 +40,6 @@ const (
 	RedactAttestPath = "/api/redact/attest"
 )
 
-// Scopes of spec §5 these routes check.
-const (
-	scopeRedactProxy = "redact:proxy"
-	scopeRedactLog   = "redact:log"
-	scopePIIIngest   = "pii:ingest"
-	scopePIIRead     = "pii:read"
-	scopePIIWrite    = "pii:write"
-	scopePIIDelete   = "pii:delete"
-	scopePIIConsent  = "pii:consent"
-	scopePIIAudit    = "pii:audit"
-)
-
 func (s *Server) mountRedaction(r *gin.Engine, api *gin.RouterGroup) {
 	on := func(c *gin.Context) {
 		if s.deps.Redaction == nil || s.deps.Redaction.Proxies == nil {
@@ -59,7 +48,7 @@ func (s *Server) mountRedaction(r *gin.Engine, api *gin.RouterGroup) {
 		}
 		c.Next()
 	}
-	px := api.Group("/proxies", on, requireScope(scopeRedactProxy))
+	px := api.Group("/proxies", on, requireScope(apikey.RedactProxy))
 	px.POST("", s.createProxy)
 	px.GET("", s.listProxies)
 	px.GET("/:id", s.getProxy)
@@ -67,21 +56,21 @@ func (s *Server) mountRedaction(r *gin.Engine, api *gin.RouterGroup) {
 	px.PATCH("/:id", s.patchProxy)
 	px.DELETE("/:id", s.deleteProxy)
 
-	api.GET("/redact/log", on, requireScope(scopeRedactLog), s.redactLog)
-	api.GET("/redact/log/verify", on, requireScope(scopeRedactLog), s.verifyRedactLog)
+	api.GET("/redact/log", on, requireScope(apikey.RedactLog), s.redactLog)
+	api.GET("/redact/log/verify", on, requireScope(apikey.RedactLog), s.verifyRedactLog)
 	api.GET("/redact/attest", s.redactAttest)
 
 	pii := api.Group("/pii", on)
-	pii.POST("/tokens", requireScope(scopePIIIngest), s.piiIngest)
-	pii.GET("/tokens/:token", requireScope(scopePIIRead), s.piiRead)
-	pii.PUT("/tokens/:token", requireScope(scopePIIWrite), s.piiUpdate)
-	pii.DELETE("/subjects/:id", requireScope(scopePIIDelete), s.piiDeleteSubject)
-	pii.POST("/consents", requireScope(scopePIIConsent), s.piiAddConsent)
-	pii.GET("/consents", requireScope(scopePIIConsent), s.piiConsents)
-	pii.GET("/audit", requireScope(scopePIIAudit), s.piiAudit)
+	pii.POST("/tokens", requireScope(apikey.PIIIngest), s.piiIngest)
+	pii.GET("/tokens/:token", requireScope(apikey.PIIRead), s.piiRead)
+	pii.PUT("/tokens/:token", requireScope(apikey.PIIWrite), s.piiUpdate)
+	pii.DELETE("/subjects/:id", requireScope(apikey.PIIDelete), s.piiDeleteSubject)
+	pii.POST("/consents", requireScope(apikey.PIIConsent), s.piiAddConsent)
+	pii.GET("/consents", requireScope(apikey.PIIConsent), s.piiConsents)
+	pii.GET("/audit", requireScope(apikey.PIIAudit), s.piiAudit)
 
 	// The chat endpoint speaks OpenAI's error shape from the first check on.
-	r.POST(RedactChatPath, useShape(shapeOpenAI), checkInput, s.authenticate, on, requireScope(scopeRedactProxy), s.redactChat)
+	r.POST(RedactChatPath, useShape(shapeOpenAI), checkInput, s.authenticate, on, requireScope(apikey.RedactProxy), s.redactChat)
 }
 
 func limitParam(c *gin.Context, max int) (int, error) {

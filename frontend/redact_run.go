@@ -5,6 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"conduit/internal/apikey"
 	"conduit/internal/redact"
 )
 
@@ -14,13 +15,6 @@ import (
 // RedactRunPath is the one-shot redaction endpoint.
 const RedactRunPath = "/api/redact/run"
 
-// The scopes of the route: redact:run to call it, pii:read as well to
-// have original values echoed (includeValues).
-const (
-	redactRunScope = "redact:run"
-	piiReadScope   = "pii:read"
-)
-
 func (s *Server) redactRun(c *gin.Context) {
 	var req redact.RunRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -28,7 +22,7 @@ func (s *Server) redactRun(c *gin.Context) {
 		return
 	}
 	p := principal(c)
-	out, err := redact.Run(req, redact.Caller{AccountID: p.AccountID, CanReadValues: p.Has(piiReadScope)})
+	out, err := redact.Run(req, redact.Caller{AccountID: p.AccountID, CanReadValues: p.Has(apikey.PIIRead)})
 	if err != nil {
 		fail(c, err)
 		return

@@ -212,7 +212,7 @@ func New(d Deps) *Server {
 	api.POST("/billing/packs/checkout", s.openCheckout)
 	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
 	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
-	api.POST("/redact/run", requireScope(redactRunScope), s.redactRun)
+	api.POST("/redact/run", requireScope(apikey.RedactRun), s.redactRun)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)

@@ -89,12 +89,24 @@ const (
 	// change, trigger and delete them.
 	TasksRead  = "tasks:read"
 	TasksWrite = "tasks:write"
+	// Redaction (docs/redaction.md, docs/redaction-proxies.md): the
+	// redacting chat proxy, standalone redaction, the audit log.
+	RedactProxy = "redact:proxy"
+	RedactRun   = "redact:run"
+	RedactLog   = "redact:log"
+	// The PII vault.
+	PIIIngest  = "pii:ingest"
+	PIIRead    = "pii:read"
+	PIIWrite   = "pii:write"
+	PIIDelete  = "pii:delete"
+	PIIConsent = "pii:consent"
+	PIIAudit   = "pii:audit"
 )
 
 var allScopes = []string{
 	PipelinesRead, PipelinesRun, PipelinesWrite, KeysManage, MediaRead, MediaWrite,
-	"redact:proxy", "redact:run", "redact:log",
-	"pii:ingest", "pii:read", "pii:write", "pii:delete", "pii:consent", "pii:audit",
+	RedactProxy, RedactRun, RedactLog,
+	PIIIngest, PIIRead, PIIWrite, PIIDelete, PIIConsent, PIIAudit,
 	EnclavesRead, EnclavesWrite, TasksRead, TasksWrite, LogsRead,
 }
 
