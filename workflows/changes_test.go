@@ -21,6 +21,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeEnclaveAdmission":      "enclave-admission",
 		"ChangeTopUpAdmission":        "topup-admission",
 		"ChangeRenderLocalSteps":      "render-local-steps",
+		"ChangeTopUpLocalSettle":      "topup-local-settle",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -30,6 +31,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeEnclaveAdmission":      ChangeEnclaveAdmission,
 		"ChangeTopUpAdmission":        ChangeTopUpAdmission,
 		"ChangeRenderLocalSteps":      ChangeRenderLocalSteps,
+		"ChangeTopUpLocalSettle":      ChangeTopUpLocalSettle,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

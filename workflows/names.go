@@ -106,4 +106,8 @@ const (
 	// run or the retry, credit a payment back, mark late, record the
 	// outcome) are local activities.
 	ChangeRenderLocalSteps = "render-local-steps"
+	// ChangeTopUpLocalSettle (TopUp): the settlement is a local activity
+	// too (it records the intent itself, so no separate claim step): the
+	// top-up is one workflow task, with no round trip through matching.
+	ChangeTopUpLocalSettle = "topup-local-settle"
 )
