@@ -41,12 +41,15 @@ func (c *Chain) SendRawTransaction(ctx context.Context, raw []byte) (*types.Rece
 	return c.submit(ctx, tx)
 }
 
-// submit sends, mines and waits for the receipt (c.mu held).
+// submit sends, mines and waits for the receipt, reverted or not (c.mu
+// held).
 func (c *Chain) submit(ctx context.Context, tx *types.Transaction) (*types.Receipt, error) {
 	if err := c.client.SendTransaction(ctx, tx); err != nil {
 		return nil, err
 	}
-	c.backend.Commit()
+	if err := c.seal(ctx); err != nil {
+		return nil, err
+	}
 	return c.receipt(ctx, tx.Hash())
 }
 
