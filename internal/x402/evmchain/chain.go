@@ -70,6 +70,10 @@ type Chain struct {
 	waiting []transfer
 	delta   map[common.Address]*big.Int
 	spent   map[authorization]transfer
+	// next is the facilitator's next nonce as far as this chain sent: the
+	// pool counts a transaction it was just handed only once it has
+	// reorganized, so its own pending nonce can lag.
+	next    uint64
 	wake    chan struct{} // a settlement waits for the sealer
 	stop    chan struct{}
 	stopped chan struct{}
@@ -254,7 +258,7 @@ func (c *Chain) sign(ctx context.Context, to *common.Address, data []byte) (*typ
 	if err != nil {
 		return nil, err
 	}
-	nonce, err := c.client.PendingNonceAt(ctx, c.Facilitator)
+	nonce, err := c.nonce(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +270,25 @@ func (c *Chain) sign(ctx context.Context, to *common.Address, data []byte) (*typ
 	return types.SignTx(tx, types.LatestSignerForChainID(c.ChainID), c.key)
 }
 
+// nonce is the facilitator's next nonce (c.mu held).
+func (c *Chain) nonce(ctx context.Context) (uint64, error) {
+	n, err := c.client.PendingNonceAt(ctx, c.Facilitator)
+	return max(n, c.next), err
+}
+
+// submitOwn hands the facilitator's transaction to the pool (c.mu held).
+func (c *Chain) submitOwn(ctx context.Context, signed *types.Transaction) error {
+	if err := c.client.SendTransaction(ctx, signed); err != nil {
+		return err
+	}
+	c.next = signed.Nonce() + 1
+	return nil
+}
+
 // mine sends a transaction, seals its block and answers its receipt
 // (c.mu held).
 func (c *Chain) mine(ctx context.Context, signed *types.Transaction) (*types.Receipt, error) {
-	if err := c.client.SendTransaction(ctx, signed); err != nil {
+	if err := c.submitOwn(ctx, signed); err != nil {
 		return nil, err
 	}
 	if err := c.seal(ctx); err != nil {
@@ -406,7 +425,7 @@ func (c *Chain) TransferWithAuthorization(ctx context.Context, from, to common.A
 		}
 		return receipt.TxHash, nil
 	}
-	if err := c.client.SendTransaction(ctx, signed); err != nil {
+	if err := c.submitOwn(ctx, signed); err != nil {
 		return common.Hash{}, err
 	}
 	t := transfer{tx: signed.Hash(), from: from, to: to, value: new(big.Int).Set(value)}

@@ -13,7 +13,7 @@ import (
 func (c *Chain) Fund(ctx context.Context, to common.Address, wei *big.Int) (*types.Receipt, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	nonce, err := c.client.PendingNonceAt(ctx, c.Facilitator)
+	nonce, err := c.nonce(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,13 @@ func (c *Chain) Fund(ctx context.Context, to common.Address, wei *big.Int) (*typ
 	if err != nil {
 		return nil, err
 	}
-	return c.submit(ctx, signed)
+	if err := c.submitOwn(ctx, signed); err != nil {
+		return nil, err
+	}
+	if err := c.seal(ctx); err != nil {
+		return nil, err
+	}
+	return c.receipt(ctx, signed.Hash())
 }
 
 // SendRawTransaction submits a transaction someone else signed (its
