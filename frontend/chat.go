@@ -118,26 +118,17 @@ func (s *Server) chatCompletions(c *gin.Context) {
 	rr := runs.Request{Kind: "chat", Inputs: map[string]string{target.Entry.Key: userText}}
 	if req.Stream {
 		rr.StreamNode = target.StreamNode
+		rr.StartedAt = time.Now()
+		rr.RunID = runs.NewRunID(rr.StartedAt)
+		s.streamChat(c, serving, rr, target, req)
+		return
 	}
 	run, _, err := s.runs.Start(c.Request.Context(), principal(c).AccountID, serving, rr)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	c.Header(HeaderRunID, run.RunID)
-	c.Header(HeaderPipelineVersion, strconv.Itoa(run.Version))
-	model := "pipeline/" + p.ID + "@" + strconv.Itoa(run.Version)
-	if len(req.Model) > 0 {
-		var m string
-		if json.Unmarshal(req.Model, &m) == nil && m != "" {
-			model = m
-		}
-	}
-	cc := completion{id: "chatcmpl-" + strings.NewReplacer("-", "", ":", "", ".", "", "#", "").Replace(run.RunID), created: run.StartedAt.Unix(), model: model}
-	if req.Stream {
-		s.streamChat(c, run, target, cc)
-		return
-	}
+	cc := chatCompletion(c, run, req)
 	st, err := s.runs.Await(c.Request.Context(), run.WorkflowID)
 	if err != nil {
 		fail(c, err)
@@ -160,6 +151,21 @@ type completion struct {
 	model   string
 }
 
+// chatCompletion names the run in the response headers and says what the
+// completion's chunks are called.
+func chatCompletion(c *gin.Context, run runs.Run, req chatRequest) completion {
+	c.Header(HeaderRunID, run.RunID)
+	c.Header(HeaderPipelineVersion, strconv.Itoa(run.Version))
+	model := "pipeline/" + run.PipelineID + "@" + strconv.Itoa(run.Version)
+	if len(req.Model) > 0 {
+		var m string
+		if json.Unmarshal(req.Model, &m) == nil && m != "" {
+			model = m
+		}
+	}
+	return completion{id: "chatcmpl-" + strings.NewReplacer("-", "", ":", "", ".", "", "#", "").Replace(run.RunID), created: run.StartedAt.Unix(), model: model}
+}
+
 func usageJSON(st workflows.RunState) gin.H {
 	return gin.H{"prompt_tokens": st.PromptTokens, "completion_tokens": st.CompletionTokens, "total_tokens": st.PromptTokens + st.CompletionTokens}
 }
@@ -169,34 +175,55 @@ func usageJSON(st workflows.RunState) gin.H {
 // rows, woken by NOTIFY, so the worker may be another process), then a last
 // chunk with finish_reason stop and usage, then [DONE].
 //
+// The run's id is chosen here, so its tokens are read while its admission
+// is still being answered: a run whose model call runs inline, in the
+// workflow task that admits it, answers its admission only when that task
+// ends, with the whole answer made. Tokens exist only for an admitted run.
+//
 // Nothing is written until there is something to send — the first token,
-// or the answer when the run ends — so a run that fails before its first
-// token is a plain 502 in OpenAI's error shape, like a non-streamed call.
+// or the answer when the run ends — so a run refused or failing before its
+// first token is a plain error in OpenAI's shape, like a non-streamed call.
 // A failure after the stream began is sent the way OpenAI's own API does
 // it: a last event whose data is {"error": {...}} (official clients raise
 // it as an error), without [DONE], which means success.
-func (s *Server) streamChat(c *gin.Context, run runs.Run, target graph.Chat, cc completion) {
+func (s *Server) streamChat(c *gin.Context, serving *runs.Target, rr runs.Request, target graph.Chat, req chatRequest) {
 	ctx := c.Request.Context()
-	log := logging.From(ctx).With("run_id", run.RunID)
-	wake, unsubscribe := s.runs.Subscribe(run.RunID)
-	defer unsubscribe()
+	log := logging.From(ctx).With("run_id", rr.RunID)
+	wake, unsubscribe := s.runs.Subscribe(rr.RunID)
+	defer func() { unsubscribe() }()
+	run := runs.Run{RunID: rr.RunID, PipelineID: serving.Pipeline.ID, Version: serving.Version.Version, StartedAt: rr.StartedAt,
+		WorkflowID: workflows.PipelineRunWorkflowID(rr.RunID)}
 	defer func() { _ = s.runs.ForgetDeltas(context.WithoutCancel(ctx), run.RunID) }()
 
+	type started struct {
+		run runs.Run
+		err error
+	}
+	admitted := make(chan started, 1)
+	go func() {
+		r, _, err := s.runs.Start(ctx, principal(c).AccountID, serving, rr)
+		admitted <- started{r, err}
+	}()
 	type outcome struct {
 		st  workflows.RunState
 		err error
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		st, err := s.runs.Await(ctx, run.WorkflowID)
-		done <- outcome{st, err}
-	}()
+	var done chan outcome // set once the run is admitted
+	await := func() {
+		done = make(chan outcome, 1)
+		go func() {
+			st, err := s.runs.Await(ctx, run.WorkflowID)
+			done <- outcome{st, err}
+		}()
+	}
 
 	w := &sseWriter{c: c}
+	var cc completion
 	begin := func() {
 		if w.begun {
 			return
 		}
+		cc = chatCompletion(c, run, req)
 		h := c.Writer.Header()
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
@@ -248,6 +275,31 @@ func (s *Server) streamChat(c *gin.Context, run runs.Run, target graph.Chat, cc 
 			if w.begun && time.Since(w.last) >= keepAliveEvery {
 				w.comment("keep-alive")
 			}
+		case a := <-admitted:
+			admitted = nil
+			switch {
+			case a.err != nil && !w.begun:
+				fail(c, a.err)
+				return
+			case a.err != nil:
+				// Its tokens came, so the run was admitted; only the
+				// answer to its admission was lost: await the run.
+				log.Warn("the admission's answer was lost after the run began streaming", "err", a.err)
+			case a.run.RunID != run.RunID:
+				// Another run answers (not for chat today, which sends no
+				// Idempotency-Key): stream that one's tokens.
+				unsubscribe()
+				wake, unsubscribe = s.runs.Subscribe(a.run.RunID)
+				_ = s.runs.ForgetDeltas(context.WithoutCancel(ctx), run.RunID)
+				run, tr = a.run, &deltaTracker{}
+				pull()
+			default:
+				run = a.run
+			}
+			if !w.begun {
+				cc = chatCompletion(c, run, req) // an error before the first token names the run too
+			}
+			await()
 		case out := <-done:
 			pull()
 			if out.err != nil {

@@ -26,6 +26,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeRedactGuardrail":       "redact-guardrail",
 		"ChangeTaskMetering":          "task-metering",
 		"ChangeEnclaveMetering":       "enclave-metering",
+		"ChangeTopUpLocalSettle":      "topup-local-settle",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -40,6 +41,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeRedactGuardrail":       ChangeRedactGuardrail,
 		"ChangeTaskMetering":          ChangeTaskMetering,
 		"ChangeEnclaveMetering":       ChangeEnclaveMetering,
+		"ChangeTopUpLocalSettle":      ChangeTopUpLocalSettle,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

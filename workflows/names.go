@@ -133,4 +133,8 @@ const (
 	// enclave's uptime is charged; a balance that cannot cover it pauses
 	// the enclave with the reason in its log.
 	ChangeEnclaveMetering = "enclave-metering"
+	// ChangeTopUpLocalSettle (TopUp): the settlement is a local activity
+	// too (it records the intent itself, so no separate claim step): the
+	// top-up is one workflow task, with no round trip through matching.
+	ChangeTopUpLocalSettle = "topup-local-settle"
 )

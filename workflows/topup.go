@@ -70,8 +70,9 @@ type TopUpResult struct {
 // the answer from it; the first update is the caller the grant is
 // reported to, every later one (a retry while it runs) a duplicate. Since
 // ChangeTopUpAdmission the short database steps — recording the payment's
-// intent first, granting last — are local activities; only the
-// facilitator's settlement is an activity of its own.
+// intent first, granting last — are local activities, the facilitator's
+// settlement an activity of its own; since ChangeTopUpLocalSettle the
+// settlement is a local activity too, which records the intent itself.
 func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	var answer *TopUpResult
 	var failed error
@@ -94,7 +95,8 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	// Let every admission update read its answer before the workflow ends.
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 	local := workflow.GetVersion(ctx, ChangeTopUpAdmission, workflow.DefaultVersion, 1) >= 1
-	res, err := topUp(ctx, in, local)
+	inline := local && workflow.GetVersion(ctx, ChangeTopUpLocalSettle, workflow.DefaultVersion, 1) >= 1
+	res, err := topUp(ctx, in, local, inline)
 	if err != nil {
 		failed = err // the waiting updates fail too, so the workflow can end
 		return TopUpResult{}, err
@@ -103,13 +105,24 @@ func TopUp(ctx workflow.Context, in TopUpInput) (TopUpResult, error) {
 	return res, nil
 }
 
-func topUp(ctx workflow.Context, in TopUpInput, local bool) (TopUpResult, error) {
+func topUp(ctx workflow.Context, in TopUpInput, local, inline bool) (TopUpResult, error) {
 	settle := activities.SettleInput{
 		Payment: in.Payment, Requirements: in.Requirements, Amount: in.Amount, Resource: in.Resource,
 		Purpose: "topup/" + TopUpTarget(in.AccountID),
 	}
 	var settled activities.SettleOutcome
-	if local {
+	switch {
+	case inline:
+		// Settle is crash-safe on its own: it records the intent, marks
+		// it submitted before asking the facilitator, and a re-execution
+		// (a retry, or the whole workflow task again after its worker
+		// died) reconciles with the chain before settling again. So it
+		// may run in the workflow task, with the settlement's retries.
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
+		if err := workflow.ExecuteLocalActivity(lctx, ActSettle, settle).Get(ctx, &settled); err != nil {
+			return TopUpResult{}, err
+		}
+	case local:
 		// The first step writes the payment's row; a payment the record
 		// already answers (settled for this top-up, or another purchase's)
 		// needs no settlement.
@@ -117,7 +130,7 @@ func topUp(ctx workflow.Context, in TopUpInput, local bool) (TopUpResult, error)
 			return TopUpResult{}, err
 		}
 	}
-	if !local || settled.Claimed {
+	if !inline && (!local || settled.Claimed) {
 		sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: SettleRetry})
 		if err := workflow.ExecuteActivity(sctx, ActSettle, settle).Get(ctx, &settled); err != nil {
 			return TopUpResult{}, err

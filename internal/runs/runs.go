@@ -171,6 +171,11 @@ type Request struct {
 	IdempotencyKey string
 	// StreamNode names the model node whose tokens are published live.
 	StreamNode string
+	// RunID and StartedAt, when set (NewRunID), name the new run before
+	// it is admitted, so a streamed chat can read its tokens while its
+	// admission is still being answered.
+	RunID     string
+	StartedAt time.Time
 }
 
 // requestHash is what an Idempotency-Key is bound to: the kind of call and
@@ -198,8 +203,12 @@ func (s *Service) Start(ctx context.Context, account string, t *Target, rr Reque
 	}
 	_, bounds := s.Library.Plan(g)
 	now := time.Now()
+	runID := NewRunID(now)
+	if rr.RunID != "" {
+		now, runID = rr.StartedAt, rr.RunID
+	}
 	in := workflows.RunInput{
-		RunID: NewRunID(now), PipelineID: p.ID, Version: v.Version, AccountID: account,
+		RunID: runID, PipelineID: p.ID, Version: v.Version, AccountID: account,
 		Graph: v.Graph, Inputs: rr.Inputs, Held: s.HoldFor(g), Generation: bounds,
 		ModelTimeout: s.Runs.ModelTimeout, ModelAttempts: int32(s.Runs.ModelAttempts),
 		StreamNode: rr.StreamNode, InlineNodes: s.inlineNodes(g),

@@ -23,16 +23,29 @@ type Delta struct {
 	Text string
 }
 
-// PublishDelta stores a delta and wakes the readers, in one statement's
-// transaction (NOTIFY is delivered on commit).
-func (s *Store) PublishDelta(ctx context.Context, runID string, seq int, text string) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO run_deltas (run_id, seq, text) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, runID, seq, text); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, DeltaChannel, runID)
-		return err
-	})
+// PublishDeltas stores a stream's next deltas and wakes the readers in one
+// statement: one round trip and one transaction however many deltas it
+// carries (NOTIFY is delivered on commit). A delta already stored (the
+// same seq, from a re-executed call) is kept as it was.
+//
+// The commit does not wait for the WAL flush (synchronous_commit off for
+// this transaction only; a flush costs milliseconds here, on the first
+// token's path): deltas are a live copy of text the run's result carries
+// durably, and a stream ends with whatever of the answer its deltas did
+// not carry, so deltas a database crash loses cost nothing but liveness.
+func (s *Store) PublishDeltas(ctx context.Context, runID string, ds []Delta) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	seqs, texts := make([]int64, len(ds)), make([]string, len(ds))
+	for i, d := range ds {
+		seqs[i], texts[i] = d.Seq, d.Text
+	}
+	_, err := s.pool.Exec(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+		ins AS (INSERT INTO run_deltas (run_id, seq, text) SELECT $1, d.seq, d.text FROM unnest($2::bigint[], $3::text[]) AS d(seq, text)
+			ON CONFLICT DO NOTHING)
+		SELECT pg_notify($4, $1) FROM async`, runID, seqs, texts, DeltaChannel)
+	return err
 }
 
 // DeltasAfter reads a run's deltas with seq > after, in order.

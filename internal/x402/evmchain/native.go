@@ -13,7 +13,7 @@ import (
 func (c *Chain) Fund(ctx context.Context, to common.Address, wei *big.Int) (*types.Receipt, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	nonce, err := c.client.PendingNonceAt(ctx, c.Facilitator)
+	nonce, err := c.nonce(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,13 @@ func (c *Chain) Fund(ctx context.Context, to common.Address, wei *big.Int) (*typ
 	if err != nil {
 		return nil, err
 	}
-	return c.submit(ctx, signed)
+	if err := c.submitOwn(ctx, signed); err != nil {
+		return nil, err
+	}
+	if err := c.seal(ctx); err != nil {
+		return nil, err
+	}
+	return c.receipt(ctx, signed.Hash())
 }
 
 // SendRawTransaction submits a transaction someone else signed (its
@@ -41,12 +47,15 @@ func (c *Chain) SendRawTransaction(ctx context.Context, raw []byte) (*types.Rece
 	return c.submit(ctx, tx)
 }
 
-// submit sends, mines and waits for the receipt (c.mu held).
+// submit sends, mines and waits for the receipt, reverted or not (c.mu
+// held).
 func (c *Chain) submit(ctx context.Context, tx *types.Transaction) (*types.Receipt, error) {
 	if err := c.client.SendTransaction(ctx, tx); err != nil {
 		return nil, err
 	}
-	c.backend.Commit()
+	if err := c.seal(ctx); err != nil {
+		return nil, err
+	}
 	return c.receipt(ctx, tx.Hash())
 }
 
