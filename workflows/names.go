@@ -20,6 +20,8 @@ const (
 	// WfTaskAdmit creates a task: its record, then its schedule
 	// (task_admit.go).
 	WfTaskAdmit = "TaskAdmit"
+	// WfMail delivers one outbox message (mail/<id>, mail.go).
+	WfMail = "Mail"
 
 	ActRecordPing = "RecordPing"
 	ActOpenRun    = "OpenRun"
@@ -71,6 +73,8 @@ const (
 	ActTaskWithdraw  = "TaskWithdraw"
 	ActEnclaveAttest = "EnclaveAttest"
 	ActEnclaveSign   = "EnclaveSign"
+	// ActSendMail delivers an outbox message (activities.Mail.Send).
+	ActSendMail = "SendMail"
 )
 
 // Change ids of workflow.GetVersion (docs/operations.md: changing a

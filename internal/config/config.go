@@ -37,6 +37,8 @@ type Config struct {
 	Media    Media    `mapstructure:"media"`
 	OAuth    OAuth    `mapstructure:"oauth"`
 	SignIn   SignIn   `mapstructure:"signin"`
+	SignUp   SignUp   `mapstructure:"signup"`
+	Mail     Mail     `mapstructure:"mail"`
 	Enclaves Enclaves `mapstructure:"enclaves"`
 	Admin    Admin    `mapstructure:"admin"`
 	Checkout Checkout `mapstructure:"checkout"`
@@ -472,7 +474,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -594,6 +596,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateMedia()...)
 	errs = append(errs, c.validateAudio()...)
 	errs = append(errs, c.validateOAuth()...)
+	errs = append(errs, c.validateSignUp()...)
 	errs = append(errs, c.validateCheckout()...)
 	errs = append(errs, c.validateEnclavesAWS()...)
 	if _, err := limiter.NewRateFromFormatted(c.X402.RateLimit); err != nil {
@@ -681,6 +684,9 @@ func (c *Config) ValidateProduction() error {
 func (c *Config) RefuseDevOnly() error {
 	if c.Checkout.Provider == "local" {
 		return fmt.Errorf("checkout.provider (%s_CHECKOUT_PROVIDER) is local outside the dev command, where its TEST MODE card would buy real credit: use stripe, or leave it empty to turn card payments off", EnvPrefix)
+	}
+	if c.Mail.Sender == "mailbox" {
+		return fmt.Errorf("mail.sender (%s_MAIL_SENDER) is mailbox outside the dev command, where no message would leave the machine: use smtp", EnvPrefix)
 	}
 	return nil
 }
