@@ -60,4 +60,3 @@ func (s *Server) mailbox(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	renderPage(c, http.StatusOK, pages.Mailbox, v)
 }
-
