@@ -28,7 +28,13 @@ var MailRetry = &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffC
 	MaximumAttempts: 30, NonRetryableErrorTypes: []string{activities.ErrPermanent}}
 
 // Mail delivers one outbox message: one activity, retried with backoff.
+// Its RunStatus says whether the message left.
 func Mail(ctx workflow.Context, in MailInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute, RetryPolicy: MailRetry})
-	return workflow.ExecuteActivity(ctx, ActSendMail, activities.MailInput{MailID: in.MailID}).Get(ctx, nil)
+	if err := workflow.ExecuteActivity(ctx, ActSendMail, activities.MailInput{MailID: in.MailID}).Get(ctx, nil); err != nil {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusError))
+		return err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrRunStatus.ValueSet(StatusSuccess))
+	return nil
 }
