@@ -77,6 +77,9 @@ func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Se
 		if _, err := humans.NormalizeEmail(*email); err != nil {
 			return err
 		}
+		if !*verified && svc.VerifyLinks == nil {
+			return fmt.Errorf("%v: set signup.secret and mail.sender so a verification link can be mailed to %s, or pass -verified to vouch for the email", svc.SignUpOff, *email)
+		}
 		password, err := readPassword(env)
 		if err != nil {
 			return err
