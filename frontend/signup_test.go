@@ -20,6 +20,7 @@ import (
 	"conduit/frontend"
 	"conduit/internal/accounts"
 	"conduit/internal/config"
+	"conduit/internal/humans"
 	"conduit/internal/mail/mailtest"
 )
 
@@ -410,4 +411,29 @@ func decodeMessage(t *testing.T, data []byte) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A message written where no delivery could be started (the account
+// command has no Temporal client) is started by the outbox sweep.
+func TestOutboxSweepDeliversWhatNobodyStarted(t *testing.T) {
+	cmd := &accounts.Service{Store: env.Platform.Store, BaseURL: env.URL, VerifyLinks: env.Platform.Accounts().VerifyLinks} // no Outbox
+	email := uniqueEmail(t)
+	out, err := (&humans.Service{Store: env.Platform.Store, Accounts: cmd}).OpenAccount(context.Background(), "ops", email, "a password long enough", nil, false)
+	if err != nil || out.Existing {
+		t.Fatal(err)
+	}
+	if ms := mailsTo(t, email, accounts.MailVerify); len(ms) != 1 || ms[0].status != "waiting" {
+		t.Fatalf("before the sweep: %+v", ms)
+	}
+	d := env.Platform.Outbox()
+	d.MinAge = time.Nanosecond
+	if n, err := d.Sweep(context.Background()); err != nil || n == 0 {
+		t.Fatalf("sweep: %d %v", n, err)
+	}
+	apptest.Eventually(t, 30*time.Second, "the swept message delivered", func() error {
+		if ms := mailsTo(t, email, accounts.MailVerify); len(ms) != 1 || ms[0].status != "delivered" {
+			return fmt.Errorf("%+v", ms)
+		}
+		return nil
+	})
 }

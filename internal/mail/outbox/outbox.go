@@ -24,6 +24,9 @@ type Dispatcher struct {
 	Store    *store.Store
 	Temporal client.Client
 	Log      *slog.Logger
+	// MinAge is how old an untried message must be before Sweep starts
+	// it (SweepAge when 0; tests sweep at once).
+	MinAge time.Duration
 }
 
 // Deliver starts the delivery of each message. A message whose delivery
@@ -55,9 +58,14 @@ func (d *Dispatcher) start(ctx context.Context, id string) error {
 const SweepAge = time.Minute
 
 // Sweep starts the delivery of messages never tried that are older than
-// SweepAge (at most 100 a sweep) and reports how many it started.
+// MinAge (at most 100 a sweep) and reports how many it started (or found
+// started).
 func (d *Dispatcher) Sweep(ctx context.Context) (int, error) {
-	ids, err := d.Store.UnsentMail(ctx, time.Now().Add(-SweepAge), 100)
+	age := d.MinAge
+	if age <= 0 {
+		age = SweepAge
+	}
+	ids, err := d.Store.UnsentMail(ctx, time.Now().Add(-age), 100)
 	if err != nil {
 		return 0, err
 	}
