@@ -20,7 +20,9 @@ import (
 	"conduit/internal/ticket"
 )
 
-// FreeCredit is granted once to every new account (spec §8).
+// FreeCredit is granted once to every new human account (spec §8), when
+// its email is verified (SignUp, VerifyEmail) or an operator vouches for
+// it.
 const FreeCredit = 5 * money.USD
 
 // Service applies the rules on top of the store.
