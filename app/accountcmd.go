@@ -23,7 +23,7 @@ import (
 // scripts. They need only the database.
 func accountCommand() Command {
 	return Command{
-		Summary: "account create -name N [-permissions a,b] [-email E] | account pack -account ID -paid 50 -reference REF",
+		Summary: "account create -name N [-permissions a,b] [-email E] [-verified] | account pack -account ID -paid 50 -reference REF",
 		Run: func(ctx context.Context, env *Env, args []string) error {
 			if len(args) == 0 {
 				return fmt.Errorf("account needs a subcommand: create or pack")
@@ -36,10 +36,13 @@ func accountCommand() Command {
 				return err
 			}
 			defer st.Close()
-			svc := &accounts.Service{Store: st}
+			// No Temporal client here: the messages a sign-up writes are
+			// delivered by the worker's outbox sweep.
+			svc := &accounts.Service{Store: st, BaseURL: env.Config.BaseURL()}
+			svc.VerifyLinks, svc.SignUpOff = verifyLinks(env.Config)
 			switch args[0] {
 			case "create":
-				return createAccount(ctx, svc, &humans.Service{Store: st}, env, args[1:])
+				return createAccount(ctx, svc, &humans.Service{Store: st, Accounts: svc}, env, args[1:])
 			case "pack":
 				return recordPack(ctx, svc, env.Stdout, args[1:])
 			default:
@@ -60,6 +63,8 @@ func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Se
 	name := fs.String("name", "", "account name (required)")
 	perms := fs.String("permissions", strings.Join(apikey.AllScopes(), ","), "comma-separated scopes of the first key (and of what the login may grant)")
 	email := fs.String("email", "", "also give the account an email sign-in; the password comes from "+PasswordEnv+" or standard input")
+	verified := fs.Bool("verified", false, "the operator vouches for the account: its email counts as verified and the free credit is granted now "+
+		"(without it, -email mails a verification link and the credit waits for it; without -email there is no credit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,6 +77,9 @@ func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Se
 		if _, err := humans.NormalizeEmail(*email); err != nil {
 			return err
 		}
+		if !*verified && svc.VerifyLinks == nil {
+			return fmt.Errorf("%v: set signup.secret and mail.sender so a verification link can be mailed to %s, or pass -verified to vouch for the email", svc.SignUpOff, *email)
+		}
 		password, err := readPassword(env)
 		if err != nil {
 			return err
@@ -82,14 +90,25 @@ func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Se
 		if strings.TrimSpace(*name) == "" {
 			return fmt.Errorf("account name must be 1 to 100 characters")
 		}
-		a, l, err := people.OpenAccount(ctx, *name, *email, password, strings.Split(*perms, ","))
+		// An operator is told an email is in use (no one to hide it from),
+		// before anything is written or mailed.
+		norm, _ := humans.NormalizeEmail(*email)
+		if _, _, err := svc.Store.LoginByEmail(ctx, norm); err == nil {
+			return fmt.Errorf("a login with email %s already exists", norm)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		out, err := people.OpenAccount(ctx, *name, *email, password, strings.Split(*perms, ","), *verified)
 		if err != nil {
 			return err
 		}
-		acct, login = a, &l
+		if out.Existing {
+			return fmt.Errorf("a login with email %s already exists", norm)
+		}
+		acct, login = out.Account, &out.Login
 	} else {
 		var err error
-		if acct, err = svc.CreateAccount(ctx, *name); err != nil {
+		if acct, err = svc.CreateAccount(ctx, *name, *verified); err != nil {
 			return err
 		}
 	}
@@ -100,6 +119,9 @@ func createAccount(ctx context.Context, svc *accounts.Service, people *humans.Se
 	fmt.Fprintf(env.Stdout, "account %s (%s), balance %s USD\nkey %s: %s\n", acct.ID, acct.Name, acct.Balance, key.ID, plain)
 	if login != nil {
 		fmt.Fprintf(env.Stdout, "login %s: %s signs in at /signin\n", login.ID, login.Email)
+		if !*verified {
+			fmt.Fprintf(env.Stdout, "a verification link is mailed to %s (by the worker's outbox); the free credit is granted when it is followed\n", login.Email)
+		}
 	}
 	return nil
 }

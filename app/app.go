@@ -13,18 +13,22 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"conduit/activities"
 	"conduit/frontend"
 	"conduit/internal/accounts"
 	"conduit/internal/checkout"
 	"conduit/internal/config"
 	"conduit/internal/humans"
 	"conduit/internal/library"
+	"conduit/internal/mail"
+	"conduit/internal/mail/outbox"
 	"conduit/internal/models"
 	"conduit/internal/oauth"
 	"conduit/internal/payments"
 	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
+	"conduit/internal/ticket"
 	"conduit/worker"
 	"conduit/workflows"
 )
@@ -152,6 +156,9 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 			return err
 		}
 		defer w.Stop()
+		// Messages whose delivery was never started (the account
+		// command has no Temporal client) are started by the sweep.
+		go p.Outbox().Run(ctx, outbox.SweepAge)
 	}
 	if !roles.Frontend {
 		<-ctx.Done()
@@ -176,7 +183,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	}
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
-		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
+		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Mail: &activities.Mail{Store: p.Store, Sender: mailSender(p.Config)}, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
 		LibraryConcurrency: p.Config.Media.Library.Concurrency})
 	return w, w.Start()
 }
@@ -213,18 +220,46 @@ func (l libraryUsage) Usage(ctx context.Context, account string) ([]quota.Item, 
 }
 
 // Accounts is the account and key service on this platform's store; it
-// takes OAuth access tokens as bearers too when OAuth is on.
+// takes OAuth access tokens as bearers too when OAuth is on, and signs
+// sign-up verification links when sign-up is configured.
 func (p *Platform) Accounts() *accounts.Service {
-	a := &accounts.Service{Store: p.Store, BaseURL: p.Config.BaseURL(), KeyLimit: p.Config.Quota.APIKeys}
+	a := &accounts.Service{Store: p.Store, BaseURL: p.Config.BaseURL(), KeyLimit: p.Config.Quota.APIKeys, Outbox: p.Outbox()}
 	if p.OAuth != nil {
 		a.Tokens = p.OAuth
 	}
+	a.VerifyLinks, a.SignUpOff = verifyLinks(p.Config)
 	return a
+}
+
+// verifyLinks is sign-up's link signer, or why sign-up is off.
+func verifyLinks(cfg *config.Config) (*ticket.Signer, error) {
+	if err := cfg.SignUpReady(); err != nil {
+		return nil, err
+	}
+	return accounts.NewVerifyLinks(cfg.SignUp.Secret, cfg.SignUp.VerifyTTL)
+}
+
+// Outbox starts the delivery of outbox messages (docs/accounts.md).
+func (p *Platform) Outbox() *outbox.Dispatcher {
+	return &outbox.Dispatcher{Store: p.Store, Temporal: p.Temporal, Log: p.Log}
+}
+
+// mailSender is the outbox's sender mail.sender names (nil: none, the
+// deliveries wait and retry).
+func mailSender(cfg *config.Config) mail.Sender {
+	m := cfg.Mail
+	switch m.Sender {
+	case "smtp":
+		return &mail.SMTP{Host: m.SMTPHost, Port: m.SMTPPort, User: m.SMTPUser, Password: m.SMTPPassword, From: m.From}
+	case "mailbox":
+		return mail.Mailbox{}
+	}
+	return nil
 }
 
 // Humans is the sign-in service on this platform's store.
 func (p *Platform) Humans() *humans.Service {
-	return &humans.Service{Store: p.Store, SessionTTL: p.Config.SignIn.SessionTTL}
+	return &humans.Service{Store: p.Store, SessionTTL: p.Config.SignIn.SessionTTL, Accounts: p.Accounts()}
 }
 
 func rootCause(err error) error {

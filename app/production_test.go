@@ -56,6 +56,12 @@ func TestProductionBinaryHasNoDevToolsAndGuardsMainNetworks(t *testing.T) {
 		if code := post(t, api+frontend.DevMintPath, `{"address":"0x000000000000000000000000000000000000dEaD","usd":1000}`); code != http.StatusNotFound {
 			t.Fatalf("POST %s: %d, want 404", frontend.DevMintPath, code)
 		}
+		// Nor is there a mailbox page.
+		if resp, err := http.Get(api + frontend.MailboxPath); err != nil || resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("GET %s: %v %v, want 404", frontend.MailboxPath, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	})
 
 	t.Run("the local facilitator refuses eip155:8453 in one sentence", func(t *testing.T) {
@@ -144,6 +150,20 @@ func TestProductionBinaryHasNoDevToolsAndGuardsMainNetworks(t *testing.T) {
 		}
 		if n == 0 {
 			t.Fatal("no history read")
+		}
+	})
+
+	t.Run("the dev mailbox is refused in one sentence", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "all")
+		cmd.Env = append(os.Environ(), append(local, "CONDUIT_HTTP_ADDR=127.0.0.1:0", "CONDUIT_X402_NETWORK=eip155:84532",
+			"CONDUIT_X402_SOLANA_NETWORK="+config.PlaySolanaNetwork, "CONDUIT_MAIL_SENDER=mailbox")...)
+		out, err := cmd.CombinedOutput()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		want := "conduit: mail.sender (CONDUIT_MAIL_SENDER) is mailbox outside the dev command"
+		if err == nil || len(lines) != 1 || !strings.HasPrefix(lines[0], want) {
+			t.Fatalf("want one sentence naming the setting, got (%v):\n%s", err, out)
 		}
 	})
 

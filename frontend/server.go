@@ -195,6 +195,10 @@ func New(d Deps) *Server {
 	edge.POST(SessionPath, s.createSession)
 	edge.DELETE(SessionPath, s.deleteSession)
 	edge.POST(SignUpPath, s.signUp)
+	edge.GET(accounts.VerifyPath, s.verifyEmail)
+	if d.DevTools && d.Config.Mail.Sender == "mailbox" {
+		edge.GET(MailboxPath, s.mailbox)
+	}
 	// Card payments for credit packs (checkout.go): the provider's webhook
 	// (its signature is the credential) and the local TEST MODE checkout.
 	edge.POST(StripeWebhookPath, s.stripeWebhook)

@@ -132,11 +132,21 @@ func (s *Server) deleteSession(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-// signUp: POST /api/signup {email, password} → 201 and signed in: a new
-// account with its free credit and this email's login holding every
-// scope (humans.OpenAccount, what `account create -email` does). 400
-// names the bad field, 409 an email in use; sign-ups count against the
-// sign-in limit per address.
+// signUpView is what POST /api/signup answers, the same whether the email
+// was new or already had an account.
+type signUpView struct {
+	Status  string `json:"status"`
+	Email   string `json:"email"`
+	Message string `json:"message"`
+}
+
+// signUp: POST /api/signup {email, password} → 202 "check your email":
+// a new account (no credit until the email is verified) with this
+// email's login holding every scope, and a verification link mailed to
+// it; for an email that already has an account, the same answer and its
+// owner is mailed instead (humans.OpenAccount). 400 names a bad field.
+// Sign-ups spend the sign-in budget of the address and of the email
+// (docs/accounts.md).
 func (s *Server) signUp(c *gin.Context) {
 	if !s.jsonFromThisSite(c) {
 		return
@@ -146,24 +156,24 @@ func (s *Server) signUp(c *gin.Context) {
 		fail(c, err)
 		return
 	}
-	if !s.apiSignInAllowed(c, "signup/"+addressKey(c)) {
+	if !s.apiSignInAllowed(c, "addr/"+addressKey(c)) || !s.apiSignInAllowed(c, "email/"+strings.ToLower(strings.TrimSpace(body.Email))) {
 		return
 	}
 	ctx := c.Request.Context()
-	acct, l, err := s.deps.Humans.OpenAccount(ctx, "", body.Email, body.Password, nil)
+	out, err := s.deps.Humans.OpenAccount(ctx, "", body.Email, body.Password, nil, false)
 	if err != nil {
 		fail(c, err)
 		return
 	}
-	logging.From(ctx).Info("signed up", "account_id", acct.ID, "login_id", l.ID)
-	token, h, err := s.deps.Humans.OpenSession(ctx, l)
-	if err != nil {
-		fail(c, err)
-		return
+	if out.Existing {
+		logging.From(ctx).Info("sign-up for an email in use; its owner is mailed", "login_id", out.Login.ID)
+	} else {
+		logging.From(ctx).Info("signed up; the email awaits verification", "account_id", out.Account.ID, "login_id", out.Login.ID)
 	}
-	s.setCookie(c, s.sessionCookieName(), token, "/", h.Expires)
+	email := out.Login.Email
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, viewOf(h, token))
+	c.JSON(http.StatusAccepted, signUpView{Status: "verification_sent", Email: email,
+		Message: "Check your email: we sent a message to " + email + ". Open its link to confirm the address; your free credit is added then."})
 }
 
 // apiSignInAllowed counts an attempt against key like signInAllowed, but

@@ -36,6 +36,8 @@ type Deps struct {
 	Library *activities.Library
 	// Enclaves runs the enclave lifecycle (nil when enclaves are off).
 	Enclaves *activities.Enclaves
+	// Mail delivers the outbox (a nil Sender: deliveries wait, retried).
+	Mail *activities.Mail
 	// Tasks runs scheduled tasks (with enclaves; nil in tests that only
 	// list names).
 	Tasks *activities.Tasks
@@ -71,6 +73,10 @@ func Registry(d Deps) []Queue {
 	pay := &activities.Payments{Store: d.Store, Facilitator: d.Facilitator}
 	packs := &activities.Packs{Accounts: &accounts.Service{Store: d.Store}, Store: d.Store}
 	payments := map[string]any{workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant}
+	mailer := d.Mail
+	if mailer == nil {
+		mailer = &activities.Mail{Store: d.Store}
+	}
 	queues := []Queue{
 		{Queue: workflows.SystemQueue,
 			Workflows:  map[string]any{workflows.WfPing: workflows.Ping, workflows.WfNop: workflows.Nop},
@@ -81,6 +87,9 @@ func Registry(d Deps) []Queue {
 		{Queue: workflows.PaymentsQueue,
 			Workflows:  map[string]any{workflows.WfTopUp: workflows.TopUp, workflows.WfPackPurchase: workflows.PackPurchase},
 			Activities: map[string]any{workflows.ActClaimPayment: pay.Claim, workflows.ActSettle: pay.Settle, workflows.ActGrant: pay.Grant, workflows.ActRecordPack: packs.Record}},
+		{Queue: workflows.MailQueue,
+			Workflows:  map[string]any{workflows.WfMail: workflows.Mail},
+			Activities: map[string]any{workflows.ActSendMail: mailer.Send}},
 	}
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on

@@ -15,6 +15,7 @@ import (
 var pinned = map[string]string{
 	"system":       "workflows Nop, Ping; activities RecordPing",
 	"pipelines":    "workflows PipelineRun; activities FailRun, FinishRun, Generate, OpenRun",
+	"mail":         "workflows Mail; activities SendMail",
 	"payments":     "workflows PackPurchase, TopUp; activities ClaimPayment, Grant, RecordPack, Settle",
 	"renders":      "workflows MediaEdit, Render; activities CreditPayment, FinishMediaJob, FinishRender, Grant, MarkLate, OpenMediaJob, OpenPaidRender, OpenRetry, Settle",
 	"renders-work": "workflows ; activities GenerateMedia, Render, RunMediaJob",

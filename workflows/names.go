@@ -20,6 +20,8 @@ const (
 	// WfTaskAdmit creates a task: its record, then its schedule
 	// (task_admit.go).
 	WfTaskAdmit = "TaskAdmit"
+	// WfMail delivers one outbox message (mail/<id>, mail.go).
+	WfMail = "Mail"
 
 	ActRecordPing = "RecordPing"
 	ActOpenRun    = "OpenRun"
@@ -77,6 +79,8 @@ const (
 	ActTaskHold     = "TaskHold"
 	ActTaskSettle   = "TaskSettle"
 	ActEnclaveMeter = "EnclaveMeter"
+	// ActSendMail delivers an outbox message (activities.Mail.Send).
+	ActSendMail = "SendMail"
 )
 
 // Change ids of workflow.GetVersion (docs/operations.md: changing a

@@ -29,6 +29,7 @@ var outcomes = map[string][]string{
 	workflows.WfTaskRun:      {"none"},
 	workflows.WfTaskAdmit:    {"none"},
 	workflows.WfPackPurchase: {"success"},
+	workflows.WfMail:         {"success"},
 	// The system's probes record nothing worth replaying: they have no
 	// branches and no activities but one.
 	workflows.WfPing: nil,

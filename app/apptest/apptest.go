@@ -282,6 +282,10 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	// fresh webhook secret.
 	cfg.Checkout.Provider = "local"
 	cfg.Checkout.WebhookSecret = "whsec_" + hexutil.Encode(crypto.Keccak256([]byte("checkout " + dir)))[2:]
+	// Sign-up on: verification links signed with a fresh secret, mailed
+	// into the dev mailbox (/dev/mailbox).
+	cfg.SignUp.Secret = hexutil.Encode(crypto.Keccak256([]byte("signup " + dir)))
+	cfg.Mail.Sender = "mailbox"
 	// OAuth on, with a fresh secret.
 	cfg.OAuth.Secret = hexutil.Encode(crypto.Keccak256([]byte("oauth " + dir)))
 	// Pay-per-call: a fresh signing secret, files under the test folder,
@@ -567,7 +571,7 @@ func (e *Env) NewAccount(t testing.TB, scopes ...string) (accountID, key string)
 	t.Helper()
 	ctx := context.Background()
 	svc := e.Platform.Accounts()
-	acct, err := svc.CreateAccount(ctx, t.Name())
+	acct, err := svc.CreateAccount(ctx, t.Name(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -587,7 +591,7 @@ func (e *Env) NewAccount(t testing.TB, scopes ...string) (accountID, key string)
 func (e *Env) NewLogin(t testing.TB, scopes ...string) (accountID, email, password string) {
 	t.Helper()
 	ctx := context.Background()
-	acct, err := e.Platform.Accounts().CreateAccount(ctx, t.Name())
+	acct, err := e.Platform.Accounts().CreateAccount(ctx, t.Name(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

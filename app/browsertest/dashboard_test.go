@@ -12,7 +12,7 @@ import (
 )
 
 // TestDashboardFlow is the issue's "done means", in a real browser: sign
-// up, buy the 50 pack through the local checkout (+52.50 once, even when
+// up, confirm the email through the dev mailbox's link, sign in, buy the 50 pack through the local checkout (+52.50 once, even when
 // its webhook is replayed), create a key, build a three-node pipeline on
 // the canvas by adding nodes and dragging edges between their handles,
 // publish, run it from the try-it panel, read the trace, publish a second
@@ -32,6 +32,24 @@ func TestDashboardFlow(t *testing.T) {
 		x.typeInto(`input[name=email]`, email),
 		x.typeInto(`input[name=password]`, "correct horse battery staple"),
 		x.click("Create account"),
+		x.waitText("h1", "Check your email"),
+		x.waitText(`[role=status]`, email),
+	)
+	x.accessible("check your email")
+	x.shot("signup-check-email")
+	// The free credit waits for the email: the dev mailbox shows the
+	// message, and its link confirms the address.
+	x.run("open the mailbox", chromedp.Navigate(env.URL+"/dev/mailbox"), x.waitText(".to", email))
+	x.shot("mailbox")
+	var link string
+	x.run("read the link", chromedp.AttributeValue(fmt.Sprintf(`//article[.//strong[@class="to"][normalize-space()=%q]]//a[@class="link"]`, email), "href", &link, nil, chromedp.BySearch))
+	x.run("follow the link", chromedp.Navigate(link), x.waitText("h1", "Email confirmed"), x.waitText("p", "5 USD of free credit has been added"))
+	x.shot("email-confirmed")
+	x.open("/dashboard/pipelines", "Sign in")
+	x.run("sign in",
+		x.typeInto(`input[name=email]`, email),
+		x.typeInto(`input[name=password]`, "correct horse battery staple"),
+		x.click("Sign in"),
 		x.waitText("h1", "Pipelines"),
 		x.waitText("header", email),
 	)

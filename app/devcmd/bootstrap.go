@@ -45,7 +45,7 @@ func bootstrapLogin(ctx context.Context, svc *humans.Service, dataDir string) (s
 // bootstrap makes sure the dev account exists and that the key file holds a
 // working all-scopes key, minting one when the file is missing or stale.
 func bootstrap(ctx context.Context, svc *accounts.Service, dataDir string) (string, error) {
-	if _, err := svc.EnsureAccount(ctx, DevAccountID, "dev"); err != nil {
+	if _, err := svc.EnsureAccount(ctx, DevAccountID, "dev", true); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dataDir, KeyFile)

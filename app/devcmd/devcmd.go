@@ -89,6 +89,9 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 	if err := localCheckout(cfg, dataDir); err != nil {
 		return err
 	}
+	if err := localMail(cfg, dataDir); err != nil {
+		return err
+	}
 	renderTools(cfg, env.Log)
 	registry, enclavesOff, err := localEnclaves(cfg, dataDir, env.Log)
 	if err != nil {
@@ -166,6 +169,9 @@ func banner(env *app.Env, p *app.Platform, dataDir string, s *devstack.Stack, ke
 			mode = ", TEST MODE"
 		}
 		fmt.Fprintf(w, "  credit packs  %s%s (card checkout: %s%s)\n", env.Config.BaseURL(), frontend.CreditsPagePath, co.Provider.Name(), mode)
+	}
+	if env.Config.Mail.Sender == "mailbox" {
+		fmt.Fprintf(w, "  mailbox       %s%s (what sign-up mailed: verification links; dev command only)\n", env.Config.BaseURL(), frontend.MailboxPath)
 	}
 	if p.OAuth != nil {
 		fmt.Fprintf(w, "  tool server   %s (OAuth: %s)\n", p.OAuth.Resource(), p.OAuth.ResourceMetadataURL())
@@ -271,6 +277,28 @@ func localOAuth(cfg *config.Config, dataDir string) error {
 		return err
 	}
 	cfg.OAuth.Secret = b
+	return nil
+}
+
+// localMail lets sign-up mail its verification links into the local
+// mailbox page unless mail.sender names a sender, with a link secret kept
+// in the data folder unless signup.secret is set.
+func localMail(cfg *config.Config, dataDir string) error {
+	if cfg.Mail.Sender == "" {
+		cfg.Mail.Sender = "mailbox"
+	}
+	if cfg.SignUp.Secret != "" {
+		return nil
+	}
+	b, err := kept(dataDir, "signup-secret", func() (string, error) {
+		buf := make([]byte, 32)
+		_, err := rand.Read(buf)
+		return hex.EncodeToString(buf), err
+	})
+	if err != nil {
+		return err
+	}
+	cfg.SignUp.Secret = b
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -111,8 +112,15 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	// Operators mint accounts and record packs with the same binary.
 	pw := readKey(t, filepath.Join(dataDir, "postgres.password"))
 	dbURL := "postgres://conduit:" + pw + "@127.0.0.1:" + strconv.Itoa(ports[1]) + "/conduit?sslmode=disable"
-	out := runCLI(t, bin, dbURL, "account", "create", "-name", "ops")
+	// Free credit follows a verified email: an account without one gets
+	// it only when the operator vouches for it (-verified).
+	out := runCLI(t, bin, dbURL, "account", "create", "-name", "ops0")
 	m := regexp.MustCompile(`account (acct_[0-9a-f]+) .*\nkey key_[0-9a-f]+: (cnd_\S+)`).FindStringSubmatch(out)
+	if m == nil || balanceOf(t, api, m[2]) != "0" {
+		t.Fatalf("account create without -verified printed:\n%s", out)
+	}
+	out = runCLI(t, bin, dbURL, "account", "create", "-name", "ops", "-verified")
+	m = regexp.MustCompile(`account (acct_[0-9a-f]+) .*\nkey key_[0-9a-f]+: (cnd_\S+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("account create printed:\n%s", out)
 	}
@@ -160,13 +168,29 @@ func TestDevCommandEndToEnd(t *testing.T) {
 	}
 	// account create -email takes the password from the environment or
 	// standard input, never a flag.
-	out = runCLIWith(t, bin, dbURL, []string{"CONDUIT_ACCOUNT_PASSWORD=ops password from env"}, "", "account", "create", "-name", "ops2", "-email", "Ops2@Example.com")
-	if !regexp.MustCompile(`login login_[0-9a-f]+: ops2@example.com signs in`).MatchString(out) || !signsIn(t, api, "ops2@example.com", "ops password from env") {
-		t.Fatalf("account create -email (env):\n%s", out)
+	out = runCLIWith(t, bin, dbURL, []string{"CONDUIT_ACCOUNT_PASSWORD=ops password from env"}, "", "account", "create", "-name", "ops2", "-email", "Ops2@Example.com", "-verified")
+	m = regexp.MustCompile(`key key_[0-9a-f]+: (cnd_\S+)\nlogin login_[0-9a-f]+: ops2@example.com signs in`).FindStringSubmatch(out)
+	if m == nil || !signsIn(t, api, "ops2@example.com", "ops password from env") || balanceOf(t, api, m[1]) != "5" {
+		t.Fatalf("account create -email -verified (env):\n%s", out)
 	}
-	out = runCLIWith(t, bin, dbURL, nil, "ops password from stdin\n", "account", "create", "-name", "ops3", "-email", "ops3@example.com")
-	if !signsIn(t, api, "ops3@example.com", "ops password from stdin") {
+	// Without -verified the link is mailed (the dev mailbox shows it) and
+	// the credit waits for it; the command needs sign-up's secret for that.
+	signupEnv := []string{"CONDUIT_SIGNUP_SECRET=" + readKey(t, filepath.Join(dataDir, "signup-secret")), "CONDUIT_MAIL_SENDER=mailbox"}
+	out = runCLIWith(t, bin, dbURL, signupEnv, "ops password from stdin\n", "account", "create", "-name", "ops3", "-email", "ops3@example.com")
+	m = regexp.MustCompile(`key key_[0-9a-f]+: (cnd_\S+)\n`).FindStringSubmatch(out)
+	if m == nil || !signsIn(t, api, "ops3@example.com", "ops password from stdin") || balanceOf(t, api, m[1]) != "0" {
 		t.Fatalf("account create -email (stdin):\n%s", out)
+	}
+	if !strings.Contains(banner, "mailbox       "+api+"/dev/mailbox") {
+		t.Errorf("the banner does not show the mailbox:\n%s", banner)
+	}
+	link := regexp.MustCompile(`href="(http[^"]*/verify-email\?[^"]*ops3%40example.com[^"]*)"`).FindStringSubmatch(get(t, api+"/dev/mailbox"))
+	if link == nil {
+		t.Fatal("the mailbox shows no link for ops3@example.com")
+	}
+	u, _ := url.Parse(html.UnescapeString(link[1]))
+	if page := get(t, api+u.RequestURI()); !strings.Contains(page, "Email confirmed") || balanceOf(t, api, m[1]) != "5" {
+		t.Fatalf("the mailed link: %s", page)
 	}
 	stop()
 
@@ -508,4 +532,19 @@ func httpGet(t *testing.T, url string) int {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// get is a page's body (200 only).
+func get(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := httpClient.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
+	}
+	return string(b)
 }

@@ -38,6 +38,7 @@ var (
 	Message  = parse("message")
 	Checkout = parse("checkout")
 	Credits  = parse("credits")
+	Mailbox  = parse("mailbox")
 )
 
 // Render is p rendered from v.
@@ -79,8 +80,14 @@ type ConsentView struct {
 	Params                 []ParamView
 }
 
-// MessageView is a page that says one thing.
-type MessageView struct{ Title, Text string }
+// MessageView is a page that says one thing, with an optional link on.
+type MessageView struct{ Title, Text, Link, LinkText string }
+
+// MailView is one message on the dev mailbox page.
+type MailView struct{ Kind, To, Subject, Body, Link, At, Status string }
+
+// MailboxView is the dev mailbox page.
+type MailboxView struct{ Messages []MailView }
 
 // CheckoutView is the local TEST MODE checkout's card form.
 type CheckoutView struct {

@@ -18,9 +18,12 @@ import (
 	"conduit/internal/money"
 	"conduit/internal/quota"
 	"conduit/internal/store"
+	"conduit/internal/ticket"
 )
 
-// FreeCredit is granted once to every new account (spec §8).
+// FreeCredit is granted once to every new human account (spec §8), when
+// its email is verified (SignUp, VerifyEmail) or an operator vouches for
+// it.
 const FreeCredit = 5 * money.USD
 
 // Service applies the rules on top of the store.
@@ -29,12 +32,19 @@ type Service struct {
 	// Tokens, when set, resolves bearer values that are not API keys:
 	// OAuth access tokens (internal/oauth). Nil: only API keys.
 	Tokens TokenVerifier
-	// BaseURL is the API's public address (a ledger page's nextUrl).
+	// BaseURL is the API's public address (a ledger page's nextUrl, a
+	// verification link).
 	BaseURL string
 	// KeyLimit bounds the API keys an account holds when it mints them
 	// through the API (quota.api_keys; 0: no limit). The operator's
 	// commands are not bound.
 	KeyLimit int64
+	// VerifyLinks signs sign-up verification links (signup.secret); nil:
+	// sign-up is off and says why (SignUpOff).
+	VerifyLinks *ticket.Signer
+	SignUpOff   error
+	// Outbox starts the delivery of the messages a sign-up writes.
+	Outbox Outbox
 }
 
 // TokenVerifier resolves an OAuth access token to its caller: valid,
@@ -112,18 +122,26 @@ func (p Principal) Lacking(want []string) []string {
 	return out
 }
 
-// CreateAccount opens a human account with its free credit.
-func (s *Service) CreateAccount(ctx context.Context, name string) (store.Account, error) {
-	return s.EnsureAccount(ctx, store.NewID("acct"), name)
+// CreateAccount opens a human account without an email (an operator's,
+// `account create` without -email). With verified the operator vouches
+// for it and its free credit is granted now; otherwise it has none: free
+// credit follows a verified email (SignUp), and this account has none.
+func (s *Service) CreateAccount(ctx context.Context, name string, verified bool) (store.Account, error) {
+	return s.EnsureAccount(ctx, store.NewID("acct"), name, verified)
 }
 
-// EnsureAccount opens the account id if it does not exist (idempotent).
-func (s *Service) EnsureAccount(ctx context.Context, id, name string) (store.Account, error) {
+// EnsureAccount opens the account id if it does not exist (idempotent),
+// with its free credit when verified (see CreateAccount).
+func (s *Service) EnsureAccount(ctx context.Context, id, name string, verified bool) (store.Account, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || utf8.RuneCountInString(name) > 100 {
 		return store.Account{}, errs.Invalidf("account name must be 1 to 100 characters")
 	}
-	return s.Store.EnsureHumanAccount(ctx, id, name, FreeCredit)
+	var credit money.Micros
+	if verified {
+		credit = FreeCredit
+	}
+	return s.Store.EnsureHumanAccount(ctx, id, name, credit)
 }
 
 // KeyRequest is what a caller sends to create a key.

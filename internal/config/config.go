@@ -37,6 +37,8 @@ type Config struct {
 	Media    Media    `mapstructure:"media"`
 	OAuth    OAuth    `mapstructure:"oauth"`
 	SignIn   SignIn   `mapstructure:"signin"`
+	SignUp   SignUp   `mapstructure:"signup"`
+	Mail     Mail     `mapstructure:"mail"`
 	Enclaves Enclaves `mapstructure:"enclaves"`
 	Admin    Admin    `mapstructure:"admin"`
 	Checkout Checkout `mapstructure:"checkout"`
@@ -478,7 +480,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -601,6 +603,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateMedia()...)
 	errs = append(errs, c.validateAudio()...)
 	errs = append(errs, c.validateOAuth()...)
+	errs = append(errs, c.validateSignUp()...)
 	errs = append(errs, c.validateCheckout()...)
 	errs = append(errs, c.validateEnclavesAWS()...)
 	errs = append(errs, c.Enclaves.Limits.validate()...)
@@ -690,6 +693,9 @@ func (c *Config) ValidateProduction() error {
 func (c *Config) RefuseDevOnly() error {
 	if c.Checkout.Provider == "local" {
 		return fmt.Errorf("checkout.provider (%s_CHECKOUT_PROVIDER) is local outside the dev command, where its TEST MODE card would buy real credit: use stripe, or leave it empty to turn card payments off", EnvPrefix)
+	}
+	if c.Mail.Sender == "mailbox" {
+		return fmt.Errorf("mail.sender (%s_MAIL_SENDER) is mailbox outside the dev command, where no message would leave the machine: use smtp", EnvPrefix)
 	}
 	return nil
 }

@@ -106,6 +106,11 @@ func TestValidateNamesTheBadSetting(t *testing.T) {
 		{"no idle timeout", func(c *Config) { c.HTTP.IdleTimeout = 0 }, "CONDUIT_HTTP_IDLE_TIMEOUT"},
 		{"no header timeout", func(c *Config) { c.HTTP.ReadHeaderTimeout = 0 }, "CONDUIT_HTTP_READ_HEADER_TIMEOUT"},
 		{"tiny headers", func(c *Config) { c.HTTP.MaxHeaderBytes = 1024 }, "CONDUIT_HTTP_MAX_HEADER_BYTES"},
+		{"short signup secret", func(c *Config) { c.SignUp.Secret = "short" }, "CONDUIT_SIGNUP_SECRET"},
+		{"no verify ttl", func(c *Config) { c.SignUp.VerifyTTL = 0 }, "CONDUIT_SIGNUP_VERIFY_TTL"},
+		{"bad mail sender", func(c *Config) { c.Mail.Sender = "pigeon" }, "CONDUIT_MAIL_SENDER"},
+		{"smtp without host", func(c *Config) { c.Mail.Sender, c.Mail.From = "smtp", "a@example.com" }, "CONDUIT_MAIL_SMTP_HOST"},
+		{"smtp without from", func(c *Config) { c.Mail.Sender, c.Mail.SMTPHost = "smtp", "mail.example.com" }, "CONDUIT_MAIL_FROM"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,5 +255,35 @@ func TestCommandDefaultsYieldToFileAndEnv(t *testing.T) {
 	}
 	if c.X402.Network != "eip155:84532" || c.X402.SolanaNetwork != "" {
 		t.Fatalf("file or env lost to command defaults: %q %q", c.X402.Network, c.X402.SolanaNetwork)
+	}
+}
+
+// Sign-up needs its secret and a sender; the production roles refuse the
+// dev mailbox, where no message would leave.
+func TestSignUpReadyAndTheMailboxIsDevOnly(t *testing.T) {
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SignUpReady(); err == nil || !strings.Contains(err.Error(), "signup.secret") {
+		t.Fatalf("no secret: %v", err)
+	}
+	c.SignUp.Secret = strings.Repeat("s", 32)
+	if err := c.SignUpReady(); err == nil || !strings.Contains(err.Error(), "mail.sender") {
+		t.Fatalf("no sender: %v", err)
+	}
+	c.Mail.Sender = "mailbox"
+	if err := c.SignUpReady(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RefuseDevOnly(); err == nil || !strings.Contains(err.Error(), "CONDUIT_MAIL_SENDER") {
+		t.Fatalf("mailbox in production: %v", err)
+	}
+	c.Mail.Sender, c.Mail.SMTPHost, c.Mail.From = "smtp", "mail.example.com", "no-reply@example.com"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RefuseDevOnly(); err != nil {
+		t.Fatal(err)
 	}
 }

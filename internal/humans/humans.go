@@ -11,7 +11,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/mail"
 	"strings"
 	"sync"
@@ -49,6 +48,8 @@ type Service struct {
 	Store *store.Store
 	// SessionTTL is how long a sign-in lasts (DefaultSessionTTL when 0).
 	SessionTTL time.Duration
+	// Accounts opens accounts for sign-up (OpenAccount).
+	Accounts *accounts.Service
 }
 
 // Human is a signed-in person: the login and when the session ends.
@@ -277,23 +278,26 @@ func fieldError(field string, err error) error {
 	return &errs.Error{Kind: errs.Invalid, Msg: err.Error(), Extra: map[string]any{"field": field}}
 }
 
-// OpenAccount opens a human account with its free credit and an email
-// sign-in, in one transaction (an email in use leaves nothing behind): the
-// `account create -email` command and the dashboard's sign-up both come
-// here. name defaults to the email; permissions bound what the login may
-// use and grant (nil: every scope). A bad email or password is an Invalid
-// error naming the field; an email in use is a Conflict.
-func (s *Service) OpenAccount(ctx context.Context, name, email, password string, permissions []string) (store.Account, store.Login, error) {
+// OpenAccount is sign-up: a human account with an email sign-in
+// (accounts.SignUp), for the dashboard's sign-up and `account create
+// -email`. The account's free credit waits for the email's verification
+// link, unless verified (an operator vouching for the email). name
+// defaults to the email; permissions bound what the login may use and
+// grant (nil: every scope). A bad email or password is an Invalid error
+// naming the field. An email in use is not an error: its owner is mailed,
+// and the outcome says so only to the caller's code (Existing), never to
+// be shown. The password is hashed either way, so both take as long.
+func (s *Service) OpenAccount(ctx context.Context, name, email, password string, permissions []string, verified bool) (accounts.SignUpOutcome, error) {
 	norm, err := NormalizeEmail(email)
 	if err != nil {
-		return store.Account{}, store.Login{}, fieldError("email", err)
+		return accounts.SignUpOutcome{}, fieldError("email", err)
 	}
 	if err := checkPassword(password); err != nil {
-		return store.Account{}, store.Login{}, fieldError("password", err)
+		return accounts.SignUpOutcome{}, fieldError("password", err)
 	}
 	_, perms, err := checkNew(norm, password, permissions)
 	if err != nil {
-		return store.Account{}, store.Login{}, err
+		return accounts.SignUpOutcome{}, err
 	}
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -303,16 +307,14 @@ func (s *Service) OpenAccount(ctx context.Context, name, email, password string,
 		}
 	}
 	if utf8.RuneCountInString(name) > 100 || pgtext.Problem(name) != "" {
-		return store.Account{}, store.Login{}, errs.Invalidf("account name must be 1 to 100 characters")
+		return accounts.SignUpOutcome{}, errs.Invalidf("account name must be 1 to 100 characters")
 	}
 	hash, err := HashPassword(password)
 	if err != nil {
-		return store.Account{}, store.Login{}, err
+		return accounts.SignUpOutcome{}, err
 	}
-	acct, l, err := s.Store.OpenHumanWithLogin(ctx, store.NewID("acct"), name, accounts.FreeCredit,
-		store.NewLogin{Email: norm, PasswordHash: hash, Permissions: perms})
-	if errors.Is(err, store.ErrEmailTaken) {
-		return acct, l, &errs.Error{Kind: errs.Conflict, Msg: fmt.Sprintf("a login with email %s already exists; sign in instead", norm), Extra: map[string]any{"field": "email"}}
+	if s.Accounts == nil {
+		return accounts.SignUpOutcome{}, errs.Unavailablef("sign-up is not configured on this deployment")
 	}
-	return acct, l, err
+	return s.Accounts.SignUp(ctx, accounts.NewSignUp{Name: name, Email: norm, PasswordHash: hash, Permissions: perms, Verified: verified})
 }

@@ -58,7 +58,7 @@ export function App() {
         </header>
         <main id="main" className="center">
           {path === "/signup" ? (
-            <SignUp onSignedIn={(s) => (signedIn(s), navigate(`/dashboard${next || "/pipelines"}`, true))} />
+            <SignUp />
           ) : (
             <SignIn next={next} onSignedIn={(s) => (signedIn(s), navigate(`/dashboard${next || "/pipelines"}`, true))} />
           )}

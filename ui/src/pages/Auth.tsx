@@ -3,7 +3,22 @@ import { post, type Session } from "../api";
 import { Link } from "../router";
 import { ErrorNote, Page } from "../ui";
 
-function AuthForm({ kind, onSignedIn }: { kind: "signin" | "signup"; onSignedIn: (s: Session) => void }) {
+// The server's shortest password (internal/humans.MinPassword).
+const minPassword = 12;
+
+// What POST /api/signup answers: the same for a new and a registered email,
+// so the form can only say "check your email".
+type SignUpAnswer = { status: string; email: string; message: string };
+
+function AuthForm({
+  kind,
+  onSignedIn,
+  onSignedUp,
+}: {
+  kind: "signin" | "signup";
+  onSignedIn?: (s: Session) => void;
+  onSignedUp?: (a: SignUpAnswer) => void;
+}) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState<unknown>(null);
@@ -13,8 +28,11 @@ function AuthForm({ kind, onSignedIn }: { kind: "signin" | "signup"; onSignedIn:
     setBusy(true);
     setError(null);
     try {
-      const s = await post<Session>(kind === "signin" ? "/api/session" : "/api/signup", { email, password });
-      onSignedIn(s);
+      if (kind === "signin") {
+        onSignedIn?.(await post<Session>("/api/session", { email, password }));
+      } else {
+        onSignedUp?.(await post<SignUpAnswer>("/api/signup", { email, password }));
+      }
     } catch (err) {
       setError(err);
     } finally {
@@ -34,7 +52,7 @@ function AuthForm({ kind, onSignedIn }: { kind: "signin" | "signup"; onSignedIn:
           name="password"
           autoComplete={kind === "signin" ? "current-password" : "new-password"}
           required
-          minLength={kind === "signup" ? 8 : undefined}
+          minLength={kind === "signup" ? minPassword : undefined}
           value={password}
           onChange={(e) => setPassword(e.target.value)}
         />
@@ -55,18 +73,32 @@ export function SignIn({ next, onSignedIn }: { next: string; onSignedIn: (s: Ses
       {next === "/billing" && <p>Sign in to buy credit.</p>}
       <AuthForm kind="signin" onSignedIn={onSignedIn} />
       <p>
-        New here? <Link to="/signup">Create an account</Link> (5.00 USD of free credit).
+        New here? <Link to="/signup">Create an account</Link> (5.00 USD of free credit once you confirm your email).
       </p>
     </Page>
   );
 }
 
-export function SignUp({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+export function SignUp() {
+  const [sent, setSent] = useState<SignUpAnswer | null>(null);
+  if (sent) {
+    return (
+      <Page title="Check your email">
+        <div className="card narrow" role="status">
+          <p>{sent.message}</p>
+          <p>Open the link in that message to confirm your address; your 5.00 USD of free credit is added then.</p>
+        </div>
+        <p>
+          Confirmed? <Link to="/signin">Sign in</Link>.
+        </p>
+      </Page>
+    );
+  }
   return (
     <Page title="Create an account">
-      <AuthForm kind="signup" onSignedIn={onSignedIn} />
+      <AuthForm kind="signup" onSignedUp={setSent} />
       <p>
-        Have an account? <Link to="/signin">Sign in</Link>.
+        A password is at least {minPassword} characters. Have an account? <Link to="/signin">Sign in</Link>.
       </p>
     </Page>
   );
