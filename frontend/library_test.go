@@ -406,7 +406,7 @@ func TestVideoNodeAndMusicUnderIt(t *testing.T) {
 	}
 	clip := probeURL(t, run["outputs"].(map[string]any)["video"].(string), "video/mp4")
 	near(t, "the clip", clip.duration, 5, 0.1)
-	if clip.width != 720 || clip.height != 1280 || clip.video != 1 || clip.audio != 1 {
+	if clip.width != 768 || clip.height != 1366 || clip.video != 1 || clip.audio != 1 {
 		t.Fatalf("clip %+v", clip)
 	}
 	var video, music string
@@ -416,7 +416,7 @@ func TestVideoNodeAndMusicUnderIt(t *testing.T) {
 		case "video":
 			video = m["id"].(string)
 			if p := m["origin"].(map[string]any)["params"].(map[string]any); p["model"] != "lumen-h3" || p["seconds"].(float64) != 5 || p["aspectRatio"] != "9:16" ||
-				m["width"].(float64) != 720 || m["height"].(float64) != 1280 {
+				m["width"].(float64) != 768 || m["height"].(float64) != 1366 {
 				t.Fatalf("video item %v", m)
 			}
 		case "audio":

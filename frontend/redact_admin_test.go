@@ -194,13 +194,17 @@ func TestRedactionAuditChain(t *testing.T) {
 	}
 	defer conn.Close(context.Background())
 	// An edited entry breaks the chain.
-	if _, err := conn.Exec(context.Background(), `UPDATE redaction_log SET counts = '{"EMAIL":1}' WHERE account_id = $1 AND seq = 2`, acct); err != nil {
+	var original string
+	if err := conn.QueryRow(context.Background(), `SELECT counts::text FROM redaction_log WHERE account_id = $1 AND seq = 2`, acct).Scan(&original); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), `UPDATE redaction_log SET counts = '{"EMAIL":999}' WHERE account_id = $1 AND seq = 2`, acct); err != nil {
 		t.Fatal(err)
 	}
 	if v := verify(); v["valid"] != false || v["brokenAt"] != float64(2) {
 		t.Fatalf("after edit %v", v)
 	}
-	if _, err := conn.Exec(context.Background(), `UPDATE redaction_log SET counts = '{"EMAIL":2}' WHERE account_id = $1 AND seq = 2`, acct); err != nil {
+	if _, err := conn.Exec(context.Background(), `UPDATE redaction_log SET counts = $2::jsonb WHERE account_id = $1 AND seq = 2`, acct, original); err != nil {
 		t.Fatal(err)
 	}
 	if v := verify(); v["valid"] != true {

@@ -412,7 +412,7 @@ func TestVideoPaidCall(t *testing.T) {
 	if rec["outputs"].(map[string]any)["video"] != video || !strings.Contains(video, "?c=") {
 		t.Fatalf("video %q", video)
 	}
-	wantClip(t, video, 5, 1280, 720)
+	wantClip(t, video, 5, 1366, 768) // lumen-h3, sold as 768p
 	if w.tokens(t) != 580_000 || walletBalance(t, w) != 0 {
 		t.Fatalf("tokens %d, balance %s: the price is charged once and only the price", w.tokens(t), walletBalance(t, w))
 	}
@@ -691,7 +691,7 @@ func TestVideoAlreadyPaid(t *testing.T) {
 		r.Header.Get("PAYMENT-RESPONSE") != "" {
 		t.Fatalf("%v", rec)
 	}
-	wantClip(t, rec["video"].(string), 5, 1280, 720)
+	wantClip(t, rec["video"].(string), 5, 1366, 768) // lumen-h3, sold as 768p
 	if w.tokens(t) != 1_580_000 {
 		t.Fatalf("the unneeded payment was settled: tokens %d", w.tokens(t))
 	}

@@ -190,7 +190,7 @@ func (s *Store) RedactionLog(ctx context.Context, accountID string, f RedactionL
 	rows, err := s.pool.Query(ctx, `SELECT `+logCols+` FROM redaction_log WHERE account_id = $1
 		AND ($2 = '' OR proxy_id = $2) AND ($3 = '' OR source = $3)
 		AND ($4::timestamptz IS NULL OR at >= $4) AND ($5::timestamptz IS NULL OR at < $5)
-		AND ($6 = 0 OR seq < $6) ORDER BY seq DESC LIMIT $7`,
+		AND ($6::bigint = 0 OR seq < $6::bigint) ORDER BY seq DESC LIMIT $7`,
 		accountID, f.ProxyID, f.Source, nullTime(f.Since), nullTime(f.Until), f.Before, f.Limit)
 	if err != nil {
 		return nil, err

@@ -178,7 +178,7 @@ func (s *Store) AddPIIAudit(ctx context.Context, accountID string, a PIIAudit) e
 // (0: from the newest), optionally for one subject.
 func (s *Store) PIIAuditPage(ctx context.Context, accountID, subjectID string, before int64, limit int) ([]PIIAudit, error) {
 	rows, err := s.pool.Query(ctx, `SELECT seq, at, key_id, action, subject_id, outcome, tokens FROM pii_audit
-		WHERE account_id = $1 AND ($2 = '' OR subject_id = $2) AND ($3 = 0 OR seq < $3) ORDER BY seq DESC LIMIT $4`, accountID, subjectID, before, limit)
+		WHERE account_id = $1 AND ($2 = '' OR subject_id = $2) AND ($3::bigint = 0 OR seq < $3::bigint) ORDER BY seq DESC LIMIT $4`, accountID, subjectID, before, limit)
 	if err != nil {
 		return nil, err
 	}
