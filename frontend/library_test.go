@@ -426,7 +426,7 @@ func TestVideoNodeAndMusicUnderIt(t *testing.T) {
 	under := job(t, key, "/api/media/assemble", map[string]any{"operation": "music_under", "items": []string{video, music}, "musicVolume": 0.5})
 	p := probeURL(t, under["item"].(map[string]any)["url"].(string), "video/mp4")
 	near(t, "music under the clip", p.duration, 5, 0.15)
-	if p.width != 720 || p.height != 1280 || p.video != 1 || p.audio != 1 {
+	if p.width != 768 || p.height != 1366 || p.video != 1 || p.audio != 1 {
 		t.Fatalf("%+v", p)
 	}
 }
