@@ -34,10 +34,19 @@ type Codec struct {
 	aeads  map[string]cipher.AEAD
 }
 
-// Parse reads keys written "id:base64(32 bytes)", comma-separated, the
-// first being the one new payloads are sealed with.
-func Parse(spec string) (*Codec, error) {
-	c := &Codec{aeads: map[string]cipher.AEAD{}}
+// Key is one key of a key list: its id and its 32-byte secret.
+type Key struct {
+	ID     string
+	Secret []byte
+}
+
+// ParseKeys reads a key list written "id:base64(32 bytes)", comma
+// separated, the first being the one new data is sealed with; what names
+// the keys in errors ("codec", "vault"). The payload codec and the PII
+// vault's master key are both written this way.
+func ParseKeys(spec, what string) ([]Key, error) {
+	var keys []Key
+	seen := map[string]bool{}
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -46,20 +55,32 @@ func Parse(spec string) (*Codec, error) {
 		id, b64, ok := strings.Cut(item, ":")
 		secret, err := base64.StdEncoding.DecodeString(b64)
 		if !ok || id == "" || err != nil || len(secret) != 32 {
-			return nil, fmt.Errorf("a codec key must be written id:base64 of 32 bytes (%q is not)", id)
+			return nil, fmt.Errorf("a %s key must be written id:base64 of 32 bytes (%q is not)", what, id)
 		}
-		if _, dup := c.aeads[id]; dup {
-			return nil, fmt.Errorf("codec key id %q is listed twice", id)
+		if seen[id] {
+			return nil, fmt.Errorf("%s key id %q is listed twice", what, id)
 		}
-		block, _ := aes.NewCipher(secret)
-		aead, _ := cipher.NewGCM(block)
-		c.aeads[id] = aead
-		if c.active == "" {
-			c.active = id
-		}
+		seen[id] = true
+		keys = append(keys, Key{ID: id, Secret: secret})
 	}
-	if c.active == "" {
-		return nil, errors.New("no codec key is configured")
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("no %s key is configured", what)
+	}
+	return keys, nil
+}
+
+// Parse reads keys written "id:base64(32 bytes)", comma-separated, the
+// first being the one new payloads are sealed with.
+func Parse(spec string) (*Codec, error) {
+	keys, err := ParseKeys(spec, "codec")
+	if err != nil {
+		return nil, err
+	}
+	c := &Codec{aeads: map[string]cipher.AEAD{}, active: keys[0].ID}
+	for _, k := range keys {
+		block, _ := aes.NewCipher(k.Secret)
+		aead, _ := cipher.NewGCM(block)
+		c.aeads[k.ID] = aead
 	}
 	return c, nil
 }

@@ -2,12 +2,10 @@ package vault
 
 import (
 	"bytes"
+	"conduit/internal/codec"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/tink-crypto/tink-go/v2/aead"
 	"github.com/tink-crypto/tink-go/v2/aead/aesgcm"
@@ -34,25 +32,20 @@ func NewMaster(spec string) (*Master, error) {
 		return nil, err
 	}
 	km := keyset.NewManager()
+	keys, err := codec.ParseKeys(spec, "vault")
+	if err != nil {
+		return nil, err
+	}
 	var primary uint32
 	seen := map[uint32]string{}
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		id, b64, ok := strings.Cut(item, ":")
-		secret, err := base64.StdEncoding.DecodeString(b64)
-		if !ok || id == "" || err != nil || len(secret) != 32 {
-			return nil, fmt.Errorf("a vault key must be written id:base64 of 32 bytes (%q is not)", id)
-		}
-		h := sha256.Sum256([]byte(id))
+	for _, key := range keys {
+		h := sha256.Sum256([]byte(key.ID))
 		kid := binary.BigEndian.Uint32(h[:4])
 		if prev, dup := seen[kid]; dup {
-			return nil, fmt.Errorf("vault key ids %q and %q collide (or one is listed twice)", prev, id)
+			return nil, fmt.Errorf("vault key ids %q and %q collide", prev, key.ID)
 		}
-		seen[kid] = id
-		k, err := aesgcm.NewKey(secretdata.NewBytesFromData(secret, insecuresecretdataaccess.Token{}), kid, params)
+		seen[kid] = key.ID
+		k, err := aesgcm.NewKey(secretdata.NewBytesFromData(key.Secret, insecuresecretdataaccess.Token{}), kid, params)
 		if err != nil {
 			return nil, err
 		}
@@ -62,9 +55,6 @@ func NewMaster(spec string) (*Master, error) {
 		if primary == 0 {
 			primary = kid
 		}
-	}
-	if primary == 0 {
-		return nil, errors.New("no vault key is configured")
 	}
 	if err := km.SetPrimary(primary); err != nil {
 		return nil, err
