@@ -21,7 +21,7 @@ import (
 // workflow the worker registers needs an entry (the test fails for one
 // without), so a new workflow cannot be left out of the suite.
 var outcomes = map[string][]string{
-	workflows.WfPipelineRun:  {"success", "partial", "error", "refused", "duplicate"},
+	workflows.WfPipelineRun:  {"success", "partial", "error", "refused", "duplicate", "success-pipeline-dataflow-1", "partial-pipeline-dataflow-1"},
 	workflows.WfRender:       {"success", "error", "partial", "refused"},
 	workflows.WfTopUp:        {"success", "refused"},
 	workflows.WfMediaEdit:    {"success", "error", "refused", "duplicate"},
