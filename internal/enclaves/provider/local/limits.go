@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -191,7 +192,16 @@ func (p *Provider) sandboxUID(id string) (int, error) {
 	for _, u := range p.reservedUIDs {
 		taken[u] = true
 	}
-	for u := p.limits.UIDBase; u < p.limits.UIDBase+p.limits.UIDCount; u++ {
+	// Another provider on this host (another worker, another test
+	// process) knows nothing of these uids, and an instance's processes
+	// are found and ended by uid: the search starts at a point of the
+	// range derived from this provider's directory, so providers with
+	// directories of their own do not hand out the same uids.
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(p.dir))
+	start := int(h.Sum32() % uint32(p.limits.UIDCount))
+	for i := range p.limits.UIDCount {
+		u := p.limits.UIDBase + (start+i)%p.limits.UIDCount
 		if !taken[u] {
 			p.reservedUIDs[id] = u
 			return u, nil
