@@ -16,6 +16,10 @@ import (
 // CreditsPagePath is the human page topUpUrl points at.
 const CreditsPagePath = "/dashboard/credits"
 
+// SignUpPagePath is the dashboard's sign-up form, which the credits page
+// offers a visitor beside sign-in.
+const SignUpPagePath = "/dashboard/signup"
+
 // CreditsCheckoutPath is the credits page's Buy form.
 const CreditsCheckoutPath = CreditsPagePath + "/checkout"
 
@@ -33,16 +37,26 @@ func (s *Server) creditsPage(c *gin.Context) {
 		}
 		v.X402 = x
 	}
-	if co := s.deps.Checkout; co.Enabled() {
-		h, session, err := s.signedIn(c)
-		switch {
-		case err == nil:
-			v.Buy = &pages.BuyView{Action: CreditsCheckoutPath, CSRF: humans.CSRFToken(session), Email: h.Login.Email, TestMode: !co.Provider.Livemode()}
-		case errors.Is(err, humans.ErrNoSession):
-			v.SignInURL = SignInPath + "?next=" + url.QueryEscape(CreditsPagePath)
-		default:
+	h, session, err := s.signedIn(c)
+	signedIn := err == nil
+	if err != nil && !errors.Is(err, humans.ErrNoSession) {
+		fail(c, err)
+		return
+	}
+	if signedIn {
+		bal, err := s.deps.Store.Balance(c.Request.Context(), h.Login.AccountID)
+		if err != nil {
 			fail(c, err)
 			return
+		}
+		v.Balance, v.Email = pages.USD(bal), h.Login.Email
+	}
+	if co := s.deps.Checkout; co.Enabled() {
+		if signedIn {
+			v.Buy = &pages.BuyView{Action: CreditsCheckoutPath, CSRF: humans.CSRFToken(session), Email: h.Login.Email, TestMode: !co.Provider.Livemode()}
+		} else {
+			v.SignInURL = SignInPath + "?next=" + url.QueryEscape(CreditsPagePath)
+			v.SignUpURL = SignUpPagePath
 		}
 	}
 	switch c.Query("checkout") {
@@ -51,13 +65,8 @@ func (s *Server) creditsPage(c *gin.Context) {
 	case "cancel":
 		v.Notice = "The checkout was cancelled; nothing was charged."
 	}
-	page, err := pages.Credits.Render(v)
-	if err != nil {
-		fail(c, err)
-		return
-	}
 	c.Header("Cache-Control", "no-store")
-	c.Data(http.StatusOK, "text/html; charset=utf-8", page)
+	renderPage(c, http.StatusOK, pages.Credits, v)
 }
 
 // creditsCheckout: POST /dashboard/credits/checkout {csrf, pack}: the

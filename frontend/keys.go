@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"conduit/internal/accounts"
+	"conduit/internal/apikey"
 	"conduit/internal/errs"
 )
 
@@ -51,6 +52,13 @@ func (s *Server) listKeys(c *gin.Context) {
 		out[i] = accounts.Record(k)
 	}
 	c.JSON(http.StatusOK, gin.H{"keys": out})
+}
+
+// keyScopes: GET /api/keys/scopes — every scope a key can hold, grouped
+// and described (internal/apikey's catalog). The dashboard's key form is
+// generated from it.
+func (s *Server) keyScopes(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"groups": apikey.Catalog()})
 }
 
 // getKey: GET /api/keys/{id}.

@@ -221,6 +221,7 @@ func New(d Deps) *Server {
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)
 	keys.GET("", s.listKeys)
+	keys.GET("/scopes", s.keyScopes)
 	keys.GET("/:id", s.getKey)
 	keys.PATCH("/:id", s.updateKey)
 	keys.DELETE("/:id", s.deleteKey)

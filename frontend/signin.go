@@ -40,6 +40,11 @@ const (
 	formCookie = "conduit_signin"
 )
 
+// pagePolicy is the Content-Security-Policy of a server-rendered page: no
+// script, forms to this origin only, and the dashboard's own stylesheet
+// (frontend/pages links it) besides inline styles.
+const pagePolicy = "default-src 'none'; style-src 'self' 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
 // renderPage writes a page (frontend/pages); pages may submit forms to
 // this origin only and run no script.
 func renderPage(c *gin.Context, status int, p *pages.Page, v any) {
@@ -48,7 +53,7 @@ func renderPage(c *gin.Context, status int, p *pages.Page, v any) {
 		fail(c, err)
 		return
 	}
-	c.Header("Content-Security-Policy", apiPolicy+"; form-action 'self'")
+	c.Header("Content-Security-Policy", pagePolicy)
 	c.Data(status, "text/html; charset=utf-8", page)
 	c.Abort()
 }

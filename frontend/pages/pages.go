@@ -12,10 +12,13 @@ import (
 	"bytes"
 	"embed"
 	"html/template"
+	"io/fs"
+	"regexp"
 	"slices"
 	"strings"
 
 	"conduit/internal/money"
+	"conduit/ui"
 )
 
 //go:embed templates/*.html
@@ -27,9 +30,33 @@ type Page struct{ t *template.Template }
 // parse is templates/<name>.html with the head every page may share
 // (templates/page.html: {{template "top" "<title>"}}).
 func parse(name string) *Page {
-	t := template.Must(template.New(name).ParseFS(files, "templates/"+name+".html", "templates/page.html"))
+	t := template.Must(template.New(name).Funcs(template.FuncMap{"stylesheet": func() string { return stylesheet }}).
+		ParseFS(files, "templates/"+name+".html", "templates/page.html"))
 	return &Page{t: t.Lookup(name + ".html")}
 }
+
+// stylesheet is the dashboard's built stylesheet (ui/src/styles.css, with
+// a content hash in its name), read from the build's index.html: the
+// server-rendered pages link the very file the app uses, so there is one
+// style for both. Empty if the build has none (the pages then read
+// plainly).
+var stylesheet = appStylesheet(ui.Dist())
+
+var stylesheetLink = regexp.MustCompile(`<link rel="stylesheet"[^>]*href="([^"]+\.css)"`)
+
+func appStylesheet(dist fs.FS) string {
+	index, err := fs.ReadFile(dist, "index.html")
+	if err != nil {
+		return ""
+	}
+	if m := stylesheetLink.FindSubmatch(index); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
+// Stylesheet is the address of the stylesheet every page links.
+func Stylesheet() string { return stylesheet }
 
 // The pages.
 var (
@@ -118,7 +145,13 @@ type CreditsView struct {
 	// signed in. Notice says how a checkout ended.
 	Buy       *BuyView
 	SignInURL string
-	Notice    string
+	// SignUpURL is offered beside SignInURL: a newcomer from a 402 has
+	// no account yet.
+	SignUpURL string
+	// Balance is the signed-in human's balance ("12.34"), Email who
+	// they are; both empty for a visitor.
+	Balance, Email string
+	Notice  string
 }
 
 // BuyView is the credits page's Buy form.

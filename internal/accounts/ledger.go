@@ -34,6 +34,10 @@ type LedgerQuery struct {
 	// After is a previous page's NextAfter (empty: the newest entries);
 	// Cursor is its older name, still accepted.
 	After, Cursor string
+	// Group is "" (one line per entry) or "run": one line per hold (a
+	// run's hold, release and charge folded into one line whose parts
+	// are the entries). Types then filter lines by their type.
+	Group string
 }
 
 // LedgerEntry is one movement of credit as the account's owner sees it.
@@ -46,6 +50,9 @@ type LedgerEntry struct {
 	ID           string       `json:"id"`
 	Reference    string       `json:"reference" jsonschema:"what the entry belongs to: run/<runId>, pack/checkout/<session>, topup/…"`
 	Type         string       `json:"type" jsonschema:"free_grant, topup, pack, grant, payment, hold, release, charge or refund"`
+	// Parts are the entries a line folds (group=run only): its hold,
+	// release and charge, oldest first.
+	Parts []LedgerEntry `json:"parts,omitempty" jsonschema:"group=run only: the entries folded into this line, oldest first"`
 }
 
 // LedgerPage is a page of entries, newest first (the paging convention of
@@ -104,6 +111,13 @@ func (s *Service) Ledger(ctx context.Context, account string, q LedgerQuery) (Le
 		}
 		sq.Before = id
 	}
+	switch q.Group {
+	case "":
+	case "run":
+		return s.ledgerByRun(ctx, account, q, sq)
+	default:
+		return LedgerPage{}, errs.Invalidf("group must be run (one line per run) or left out (one line per entry)")
+	}
 	want := sq.Limit
 	sq.Limit++
 	rows, err := s.Store.LedgerPage(ctx, account, sq)
@@ -120,6 +134,46 @@ func (s *Service) Ledger(ctx context.Context, account string, q LedgerQuery) (Le
 	}
 	for _, r := range rows {
 		page.Entries = append(page.Entries, entryView(r))
+	}
+	return page, nil
+}
+
+// ledgerByRun is Ledger one line per hold (group=run). Its cursor is a
+// line's newest entry id, so it has the shape of the entry view's.
+func (s *Service) ledgerByRun(ctx context.Context, account string, q LedgerQuery, sq store.LedgerQuery) (LedgerPage, error) {
+	want := sq.Limit
+	sq.Limit++
+	lines, err := s.Store.LedgerLines(ctx, account, sq)
+	if err != nil {
+		return LedgerPage{}, err
+	}
+	page := LedgerPage{Entries: make([]LedgerEntry, 0, min(len(lines), want))}
+	if len(lines) > want {
+		lines = lines[:want]
+		c := base64.RawURLEncoding.EncodeToString([]byte("ledger:" + account + ":" + strconv.FormatInt(lines[want-1].ID, 10)))
+		page.NextAfter, page.NextCursor = c, &c
+		page.NextURL = paging.NextURL(s.BaseURL, "/api/account/ledger",
+			url.Values{"type": {q.Types}, "from": {q.From}, "to": {q.To}, "limit": {strconv.Itoa(want)}, "group": {q.Group}}, c)
+	}
+	for _, l := range lines {
+		if len(l.Entries) == 1 && l.Entries[0].HoldKey == "" {
+			page.Entries = append(page.Entries, entryView(l.Entries[0]))
+			continue
+		}
+		v := LedgerEntry{ID: strconv.FormatInt(l.ID, 10), Type: l.Kind, Amount: l.Amount, AmountMicros: int64(l.Amount), CreatedAt: l.CreatedAt.UTC()}
+		for _, e := range l.Entries {
+			v.Parts = append(v.Parts, entryView(e))
+			v.Reference = e.HoldKey
+		}
+		switch l.Kind {
+		case store.EntryCharge:
+			v.Description = "charged for " + v.Reference
+		case store.EntryRelease:
+			v.Description = "nothing charged for " + v.Reference + " (its hold was released)"
+		default:
+			v.Description = "credit held for " + v.Reference + " (not settled yet)"
+		}
+		page.Entries = append(page.Entries, v)
 	}
 	return page, nil
 }

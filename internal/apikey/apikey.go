@@ -110,6 +110,67 @@ var allScopes = []string{
 	EnclavesRead, EnclavesWrite, TasksRead, TasksWrite, LogsRead,
 }
 
+// Scope is one scope as a person choosing it reads it.
+type Scope struct {
+	Name string `json:"name"`
+	Text string `json:"text"`
+}
+
+// ScopeGroup is the scopes of one area of the API.
+type ScopeGroup struct {
+	Name   string  `json:"name"`
+	Scopes []Scope `json:"scopes"`
+}
+
+// catalog groups and describes every scope: what GET /api/keys/scopes
+// publishes, so the dashboard's key form is generated from it and can
+// never offer fewer (or other) scopes than keys can hold.
+var catalog = []ScopeGroup{
+	{"Pipelines", []Scope{
+		{PipelinesRead, "read pipelines, their versions and runs"},
+		{PipelinesRun, "invoke pipelines"},
+		{PipelinesWrite, "author, publish and roll back pipelines"},
+	}},
+	{"Media", []Scope{
+		{MediaRead, "list and read the media library"},
+		{MediaWrite, "import, assemble, edit and delete media"},
+	}},
+	{"Enclaves", []Scope{
+		{EnclavesRead, "read enclaves and their attestation"},
+		{EnclavesWrite, "create, retry, pause, resume, terminate and delete enclaves"},
+		{LogsRead, "read enclave logs"},
+	}},
+	{"Scheduled tasks", []Scope{
+		{TasksRead, "read tasks and their runs"},
+		{TasksWrite, "create, change, fire and delete tasks"},
+	}},
+	{"Redaction", []Scope{
+		{RedactProxy, "use the redacting chat proxies"},
+		{RedactRun, "redact text on demand"},
+		{RedactLog, "read the redaction audit log"},
+	}},
+	{"PII vault", []Scope{
+		{PIIIngest, "store personal data in the vault"},
+		{PIIRead, "read personal data from the vault"},
+		{PIIWrite, "change personal data in the vault"},
+		{PIIDelete, "delete personal data from the vault"},
+		{PIIConsent, "record and read consent"},
+		{PIIAudit, "read the vault's audit trail"},
+	}},
+	{"Account", []Scope{
+		{KeysManage, "create and change API keys"},
+	}},
+}
+
+// Catalog is every scope, grouped and described (a copy).
+func Catalog() []ScopeGroup {
+	out := make([]ScopeGroup, len(catalog))
+	for i, g := range catalog {
+		out[i] = ScopeGroup{Name: g.Name, Scopes: slices.Clone(g.Scopes)}
+	}
+	return out
+}
+
 // AllScopes lists every scope, sorted.
 func AllScopes() []string {
 	s := slices.Clone(allScopes)

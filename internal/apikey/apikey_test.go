@@ -1,6 +1,7 @@
 package apikey
 
 import (
+	"sort"
 	"strings"
 	"testing"
 )
@@ -58,4 +59,25 @@ func FuzzSplit(f *testing.F) {
 			t.Fatalf("split of %q does not reassemble", s)
 		}
 	})
+}
+
+// The catalog the key form is generated from names every scope a key can
+// hold, once each.
+func TestCatalogHoldsEveryScopeOnce(t *testing.T) {
+	var names []string
+	for _, g := range Catalog() {
+		if g.Name == "" || len(g.Scopes) == 0 {
+			t.Fatalf("group %+v", g)
+		}
+		for _, s := range g.Scopes {
+			if s.Text == "" {
+				t.Fatalf("scope %s has no description", s.Name)
+			}
+			names = append(names, s.Name)
+		}
+	}
+	sort.Strings(names)
+	if strings.Join(names, " ") != strings.Join(AllScopes(), " ") {
+		t.Fatalf("catalog %v, scopes %v", names, AllScopes())
+	}
 }

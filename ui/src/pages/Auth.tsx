@@ -3,8 +3,10 @@ import { post, type Session } from "../api";
 import { Link } from "../router";
 import { ErrorNote, Page } from "../ui";
 
-// The server's shortest password (internal/humans.MinPassword).
+// The server's shortest and longest password (internal/humans.MinPassword
+// and MaxPassword; frontend/pages/limits_test.go checks they agree).
 const minPassword = 12;
+const maxPassword = 256;
 
 // What POST /api/signup answers: the same for a new and a registered email,
 // so the form can only say "check your email".
@@ -53,6 +55,7 @@ function AuthForm({
           autoComplete={kind === "signin" ? "current-password" : "new-password"}
           required
           minLength={kind === "signup" ? minPassword : undefined}
+          maxLength={maxPassword}
           value={password}
           onChange={(e) => setPassword(e.target.value)}
         />
