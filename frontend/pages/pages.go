@@ -151,7 +151,7 @@ type CreditsView struct {
 	// Balance is the signed-in human's balance ("12.34"), Email who
 	// they are; both empty for a visitor.
 	Balance, Email string
-	Notice  string
+	Notice         string
 }
 
 // BuyView is the credits page's Buy form.
