@@ -49,7 +49,7 @@ func (s *Server) creditsPage(c *gin.Context) {
 			fail(c, err)
 			return
 		}
-		v.Balance, v.Email = pages.USD(bal), h.Login.Email
+		v.Balance, v.BalanceExact, v.Email = pages.Cents(bal), bal.String(), h.Login.Email
 	}
 	if co := s.deps.Checkout; co.Enabled() {
 		if signedIn {

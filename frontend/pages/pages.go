@@ -148,9 +148,10 @@ type CreditsView struct {
 	// SignUpURL is offered beside SignInURL: a newcomer from a 402 has
 	// no account yet.
 	SignUpURL string
-	// Balance is the signed-in human's balance ("12.34"), Email who
-	// they are; both empty for a visitor.
-	Balance, Email string
+	// Balance is the signed-in human's balance rounded down to the cent
+	// ("12.34"; what can be spent), BalanceExact to the micro-USD, Email
+	// who they are; all empty for a visitor.
+	Balance, BalanceExact, Email string
 	Notice         string
 }
 
@@ -177,6 +178,17 @@ func Packs(packs map[money.Micros]money.Micros) []PackView {
 		out = append(out, pv)
 	}
 	return out
+}
+
+// Cents writes an amount rounded down to the cent ("4.999594" → "4.99"),
+// as people read a balance.
+func Cents(m money.Micros) string {
+	const cent = money.USD / 100
+	c := m / cent * cent
+	if m < 0 && m%cent != 0 {
+		c -= cent
+	}
+	return USD(c)
 }
 
 // USD writes an amount with two decimals ("52.50").

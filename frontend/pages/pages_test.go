@@ -37,4 +37,9 @@ func TestPacksAndUSD(t *testing.T) {
 	if got := USD(52*money.USD + money.USD/2); got != "52.50" {
 		t.Fatalf("USD: %s", got)
 	}
+	for m, want := range map[money.Micros]string{4_999_594: "4.99", 5 * money.USD: "5.00", 10_000: "0.01", 9_999: "0.00", -1: "-0.01", 0: "0.00"} {
+		if got := Cents(m); got != want {
+			t.Errorf("Cents(%d) = %s, want %s", m, got, want)
+		}
+	}
 }

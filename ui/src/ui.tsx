@@ -62,8 +62,85 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T;
   return { ...state, reload: () => setN((x) => x + 1) };
 }
 
+// Status is a status chip. The class is the status in lower case, so the
+// enclave API's DEPLOYED finds the same colour family as a run's success.
 export function Status({ status }: { status: string }) {
-  return <span className={`status status-${status}`}>{status}</span>;
+  return <span className={`status status-${String(status).toLowerCase()}`}>{status}</span>;
+}
+
+// ConfirmButton asks before it acts: the first press shows what will
+// happen and a confirming button (focused) beside Cancel, in the page, so
+// keyboard and screen-reader users meet the question where they pressed.
+export function ConfirmButton({
+  label,
+  question,
+  confirmLabel,
+  onConfirm,
+  danger = false,
+  disabled = false,
+}: {
+  label: string;
+  question: string;
+  confirmLabel: string;
+  onConfirm: () => void;
+  danger?: boolean;
+  disabled?: boolean;
+}) {
+  const [asking, setAsking] = useState(false);
+  const yes = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+  }, [asking]);
+  if (!asking) {
+    return (
+      <button type="button" className={danger ? "danger" : undefined} disabled={disabled} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <span className="confirm" role="group" aria-label={question}>
+      <span>{question}</span>{" "}
+      <button
+        type="button"
+        ref={yes}
+        className={danger ? "danger" : "primary"}
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+      >
+        {confirmLabel}
+      </button>{" "}
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+// Money shows micro-USD rounded for people (two decimals; two significant
+// digits for a fraction of a cent) with the exact amount on hover (and in
+// the CSV export).
+export function Money({ micros, sign = false }: { micros: number; sign?: boolean }) {
+  const exact = `${micros} micro-USD (${(micros / 1e6).toFixed(6)} USD)`;
+  return (
+    <span className="amount" title={exact} data-micros={micros}>
+      {roundUsd(micros, sign)}
+    </span>
+  );
+}
+
+export function roundUsd(micros: number, sign = false): string {
+  const usd = micros / 1e6;
+  const a = Math.abs(usd);
+  let s: string;
+  if (a === 0) s = "0.00";
+  else if (a >= 0.01) s = a.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+  else s = String(Number(a.toPrecision(2))); // a fraction of a cent: two significant digits
+  if (s.includes("e")) s = a.toFixed(6);
+  const minus = usd < 0 ? "−" : sign && usd > 0 ? "+" : "";
+  return minus + s;
 }
 
 export function CopyButton({ text, label }: { text: string; label: string }) {

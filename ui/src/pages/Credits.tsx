@@ -1,12 +1,67 @@
-import { useEffect, useState } from "react";
+import { Fragment, useEffect, useState } from "react";
 import { get, post, qs, usd, when } from "../api";
-import { DataTable, FilterForm, Pager, usePagedList } from "../list";
-import { ErrorNote, Page, useLoad } from "../ui";
+import { FilterForm, Pager, usePagedList } from "../list";
+import { ErrorNote, Money, Page, useLoad } from "../ui";
 
-const kinds = ["free_grant", "topup", "pack", "grant", "hold", "release", "charge", "refund"];
+// The ledger is read one line per run (GET /api/account/ledger?group=run):
+// a run's hold, release and charge are folded by the server into one line
+// whose parts can be opened; a line's type is charge (charged), release
+// (nothing charged) or hold (not settled yet). What the hold paid for (a
+// run, an enclave's uptime, a render) is its reference.
+const kinds = ["charge", "release", "hold", "free_grant", "topup", "pack", "grant", "payment", "refund"];
 
-type Entry = { id: string; type: string; amount: number; amountMicros: number; reference?: string; description?: string; createdAt: string };
+type Entry = {
+  id: string;
+  type: string;
+  amount: number;
+  amountMicros: number;
+  reference?: string;
+  description?: string;
+  createdAt: string;
+  parts?: Entry[];
+};
+
+const label: Record<string, string> = { charge: "charged", release: "not charged", hold: "held" };
+
+// csvField quotes a field when it must (RFC 4180).
+function csvField(v: string | number): string {
+  const s = String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+// exportCsv reads every line of the filtered ledger (bounded: at most
+// 50 pages of 200) and saves them as CSV with exact amounts.
+async function exportCsv(params: Record<string, string>) {
+  const rows: string[] = ["id,createdAt,type,amountUsd,amountMicros,reference,description,parts"];
+  let after = "";
+  for (let page = 0; page < 50; page++) {
+    const r = await get<{ entries: Entry[]; nextAfter?: string }>("/api/account/ledger" + qs({ ...params, group: "run", limit: 200, after }));
+    for (const e of r.entries) {
+      const parts = (e.parts ?? []).map((p) => `${p.type}:${p.amountMicros}`).join(" ");
+      rows.push(
+        [e.id, e.createdAt, e.type, (e.amountMicros / 1e6).toFixed(6), e.amountMicros, e.reference ?? "", e.description ?? "", parts].map(csvField).join(","),
+      );
+    }
+    if (!r.nextAfter) break;
+    after = r.nextAfter;
+  }
+  const blob = new Blob([rows.join("\r\n") + "\r\n"], { type: "text/csv" });
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = `conduit-ledger-${new Date().toISOString().slice(0, 10)}.csv`;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+  return rows.length - 1;
+}
 type Pack = { id: string; price: number; credit: number };
+
+// roundBalance rounds a balance down to the cent for reading (54.509952 →
+// 54.50): what can be spent, never more.
+function roundBalance(n: number) {
+  return (Math.floor(n * 100 + 1e-9) / 100).toFixed(2);
+}
 
 export function Credits() {
   const balance = useLoad(() => get<{ balanceUsd: number }>("/api/account/balance"), []);
@@ -15,11 +70,15 @@ export function Credits() {
   const [from, setFrom] = useState("");
   const [to, setTo] = useState("");
   const [filter, setFilter] = useState({ types: "", from: "", to: "" });
-  const ledger = usePagedList<{ entries: Entry[] }>("/api/account/ledger", {
+  const ledgerParams = {
     type: filter.types,
     from: filter.from ? new Date(filter.from + "T00:00:00").toISOString() : "",
     to: filter.to ? new Date(filter.to + "T23:59:59.999").toISOString() : "",
-  });
+  };
+  const ledger = usePagedList<{ entries: Entry[] }>("/api/account/ledger", { ...ledgerParams, group: "run" });
+  const [open, setOpen] = useState<string[]>([]);
+  const [exported, setExported] = useState("");
+  const [exportError, setExportError] = useState<unknown>(null);
   const [buyError, setBuyError] = useState<unknown>(null);
   const [buying, setBuying] = useState("");
 
@@ -86,7 +145,7 @@ export function Credits() {
         <h2 id="balance-h">Balance</h2>
         <ErrorNote error={balance.error} />
         <p className="big" data-testid="balance">
-          {balance.data ? `${usd(balance.data.balanceUsd)} USD` : "…"}
+          {balance.data ? <span title={`${balance.data.balanceUsd.toFixed(6)} USD exactly`}>{roundBalance(balance.data.balanceUsd)} USD</span> : "…"}
         </p>
         <button type="button" onClick={() => (balance.reload(), ledger.reload())}>
           Refresh
@@ -147,25 +206,89 @@ export function Credits() {
             <input type="date" value={to} onChange={(e) => setTo(e.target.value)} />
           </label>
         </FilterForm>
-        <ErrorNote error={ledger.error} />
-        <DataTable
-          caption="Ledger entries, newest first"
-          rows={ledger.data?.entries}
-          rowKey={(e) => e.id}
-          empty="No entries."
-          columns={[
-            { header: "When", cell: (e) => when(e.createdAt) },
-            { header: "Type", cell: (e) => e.type },
-            {
-              header: "Amount (USD)",
-              num: true,
-              className: (e) => (e.amount < 0 ? "neg" : "pos"),
-              cell: (e) => (e.amount > 0 ? "+" : "") + usd(e.amount),
-            },
-            { header: "Description", cell: (e) => e.description },
-            { header: "Reference", className: () => "mono", cell: (e) => e.reference },
-          ]}
-        />
+        <div className="toolbar-row">
+          <button
+            type="button"
+            onClick={async () => {
+              setExportError(null);
+              setExported("");
+              try {
+                const n = await exportCsv(ledgerParams);
+                setExported(`Exported ${n} lines as CSV (exact amounts in micro-USD).`);
+              } catch (e) {
+                setExportError(e);
+              }
+            }}
+          >
+            Export CSV
+          </button>
+          <span role="status" className="hint">
+            {exported}
+          </span>
+        </div>
+        <ErrorNote error={ledger.error || exportError} />
+        <table data-testid="ledger">
+          <caption className="sr-only">Ledger, one line per run, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Type</th>
+              <th scope="col" className="num">
+                Amount (USD)
+              </th>
+              <th scope="col">Description</th>
+              <th scope="col">Reference</th>
+            </tr>
+          </thead>
+          <tbody>
+            {ledger.data?.entries.map((e) => {
+              const isOpen = open.includes(e.id);
+              return (
+                <Fragment key={e.id}>
+                  <tr className="ledger-line" data-type={e.type}>
+                    <td>{when(e.createdAt)}</td>
+                    <td>
+                      {e.parts ? (
+                        <button
+                          type="button"
+                          className="linkish"
+                          aria-expanded={isOpen}
+                          onClick={() => setOpen(isOpen ? open.filter((x) => x !== e.id) : [...open, e.id])}
+                        >
+                          <span aria-hidden="true">{isOpen ? "▾" : "▸"}</span> {label[e.type] ?? e.type}
+                        </button>
+                      ) : (
+                        e.type
+                      )}
+                    </td>
+                    <td className={`num ${e.amountMicros < 0 ? "neg" : e.amountMicros > 0 ? "pos" : ""}`}>
+                      <Money micros={e.amountMicros} sign />
+                    </td>
+                    <td>{e.description}</td>
+                    <td className="mono">{e.reference}</td>
+                  </tr>
+                  {isOpen &&
+                    e.parts?.map((p) => (
+                      <tr key={p.id} className="ledger-parts">
+                        <td>{when(p.createdAt)}</td>
+                        <td>{p.type}</td>
+                        <td className={`num ${p.amountMicros < 0 ? "neg" : "pos"}`}>
+                          <Money micros={p.amountMicros} sign />
+                        </td>
+                        <td>{p.description}</td>
+                        <td className="mono">entry {p.id}</td>
+                      </tr>
+                    ))}
+                </Fragment>
+              );
+            })}
+            {ledger.data && ledger.data.entries.length === 0 && (
+              <tr>
+                <td colSpan={5}>No entries.</td>
+              </tr>
+            )}
+          </tbody>
+        </table>
         <Pager list={ledger} />
       </section>
     </Page>
