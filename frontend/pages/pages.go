@@ -152,7 +152,7 @@ type CreditsView struct {
 	// ("12.34"; what can be spent), BalanceExact to the micro-USD, Email
 	// who they are; all empty for a visitor.
 	Balance, BalanceExact, Email string
-	Notice         string
+	Notice                       string
 }
 
 // BuyView is the credits page's Buy form.
