@@ -359,6 +359,19 @@ func TestManagementPages(t *testing.T) {
 			return nil
 		})
 	}
+	// The app shell at 800 px leaves the editor's canvas the page's width
+	// (it was about 200 px beside the palette and the panel).
+	x.open("/dashboard/pipelines/"+pid, "Pipeline: ledger lines")
+	x.run("800 px", chromedp.EmulateViewport(800, 900), chromedp.WaitVisible(`.canvas`, chromedp.ByQuery))
+	var canvas float64
+	x.run("canvas width", chromedp.Evaluate(`document.querySelector(".canvas").getBoundingClientRect().width`, &canvas))
+	if canvas < 600 {
+		t.Errorf("at 800 px the canvas is %.0f px wide", canvas)
+	}
+	x.fits("editor", 800)
+	docShot(x, "manage-editor-800")
+	x.run("1400 px", chromedp.EmulateViewport(1400, 900))
+
 	x.open("/dashboard/billing", "Credits")
 	for _, id := range runs {
 		x.run("line of "+id, chromedp.Poll(fmt.Sprintf(`[...document.querySelectorAll("tr.ledger-line")].filter(r => r.textContent.includes(%q)).length === 1`, "run/"+id), nil))
