@@ -184,6 +184,10 @@ func TestManagementPages(t *testing.T) {
 		t.Fatalf("wallet %q", x.text(`[data-testid=wallet]`))
 	}
 	x.run("no failure left", chromedp.Poll(`!document.querySelector("[data-testid=last-failure]")`, nil))
+	x.run("the deployed digest", x.waitText(`[data-testid=digest]`, "sha256:"))
+	if d := x.text(`[data-testid=digest]`); len(strings.TrimSpace(d)) != len("sha256:")+64 {
+		t.Errorf("digest %q", d)
+	}
 	// Logs by type: the lifecycle's history names the retry; provisioning
 	// names the deployment.
 	x.run("stepfunctions log", setValue(`select[name=logType]`, "stepfunctions"), x.waitText(`[data-testid=enclave-logs]`, "retry"))

@@ -369,7 +369,20 @@ export function EnclavePage({ id }: { id: string }) {
     }
   };
   const image = d?.providerConfig?.dockerImage ?? "";
-  const digest = image.includes("@sha256:") ? image.slice(image.indexOf("@") + 1) : "";
+  // The digest deployed: the reference's when pinned, else the one the
+  // deployment recorded in its provisioning log ("running <ref>
+  // (sha256:…) at …").
+  const ran = d?.status === "DEPLOYED" || d?.status === "PAUSED";
+  const ecs = useLoad(
+    () => (ran ? get<{ logs: LogEntry[] }>(`${path}/logs${qs({ logType: "ecs", limit: 1000 })}`) : Promise.resolve({ logs: [] as LogEntry[] })),
+    [id, ran],
+  );
+  const deployedDigest =
+    ecs.data?.logs
+      .map((l) => /^running \S+ \((sha256:[0-9a-f]{64})\)/.exec(l.message)?.[1])
+      .filter(Boolean)
+      .pop() ?? "";
+  const digest = image.includes("@sha256:") ? image.slice(image.indexOf("@") + 1) : deployedDigest;
 
   return (
     <Page title={d ? `Enclave: ${d.name}` : "Enclave"}>
@@ -479,7 +492,9 @@ export function EnclavePage({ id }: { id: string }) {
             <dt>Image</dt>
             <dd className="mono">{image || "– (not built yet)"}</dd>
             <dt>Image digest</dt>
-            <dd className="mono">{digest || (d.pcrs?.["0"] ? `measured as PCR0 ${d.pcrs["0"].slice(0, 24)}…` : "–")}</dd>
+            <dd className="mono" data-testid="digest">
+              {digest || "– (known once deployed)"}
+            </dd>
             <dt>Resources</dt>
             <dd>
               {d.providerConfig?.cpuCount ?? "–"} CPU, {d.providerConfig?.memoryMiB ?? "–"} MiB
