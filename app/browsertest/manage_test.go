@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,11 +10,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/robfig/cron/v3"
 
@@ -425,7 +428,48 @@ func TestManagementPages(t *testing.T) {
 	if len(amount) != 2 || !strings.Contains(amount[0], "micro-USD") || strings.Count(amount[1], ".") != 1 {
 		t.Errorf("amount %q", amount)
 	}
-	x.run("export", x.click("Export CSV"), x.waitText("[role=status]", fmt.Sprintf("Exported %d lines", want)))
+	// The CSV export: every line once, exact amounts that sum to the
+	// balance, each run's parts.
+	downloads := t.TempDir()
+	x.run("export",
+		cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllow).WithDownloadPath(downloads),
+		x.click("Export CSV"), x.waitText("[role=status]", fmt.Sprintf("Exported %d lines", want)))
+	var rows [][]string
+	apptest.Eventually(t, 30*time.Second, "the exported CSV", func() error {
+		files, _ := filepath.Glob(filepath.Join(downloads, "conduit-ledger-*.csv"))
+		if len(files) != 1 {
+			return fmt.Errorf("downloads: %v", files)
+		}
+		f, err := os.Open(files[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rows, err = csv.NewReader(f).ReadAll()
+		return err
+	})
+	if len(rows) != want+1 || strings.Join(rows[0], ",") != "id,createdAt,type,amountUsd,amountMicros,reference,description,parts" {
+		t.Fatalf("CSV: %d rows (want %d lines), header %v", len(rows), want, rows[0])
+	}
+	var sum int64
+	csvRuns := 0
+	for _, r := range rows[1:] {
+		m, err := strconv.ParseInt(r[4], 10, 64)
+		if err != nil {
+			t.Fatalf("CSV amountMicros %q", r[4])
+		}
+		sum += m
+		if strings.HasPrefix(r[5], "run/") {
+			csvRuns++
+			if !strings.Contains(r[7], "hold:") || !strings.Contains(r[7], "release:") || !strings.Contains(r[7], "charge:") {
+				t.Errorf("CSV parts of %s: %q", r[5], r[7])
+			}
+		}
+	}
+	_, bal := call(t, "GET", "/api/account/balance", runKey, nil)
+	if csvRuns != len(runs) || fmt.Sprintf("%.6f", float64(sum)/1e6) != fmt.Sprintf("%.6f", bal["balanceUsd"].(float64)) {
+		t.Errorf("CSV: %d runs, amounts sum to %d micro-USD; balance %v", csvRuns, sum, bal["balanceUsd"])
+	}
 	x.accessible("credits")
 	x.atWidths("manage-credits")
 
