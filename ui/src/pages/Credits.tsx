@@ -246,7 +246,7 @@ export function Credits() {
               return (
                 <Fragment key={e.id}>
                   <tr className="ledger-line" data-type={e.type}>
-                    <td>{when(e.createdAt)}</td>
+                    <td className="when">{when(e.createdAt)}</td>
                     <td>
                       {e.parts ? (
                         <button
@@ -270,7 +270,7 @@ export function Credits() {
                   {isOpen &&
                     e.parts?.map((p) => (
                       <tr key={p.id} className="ledger-parts">
-                        <td>{when(p.createdAt)}</td>
+                        <td className="when">{when(p.createdAt)}</td>
                         <td>{p.type}</td>
                         <td className={`num ${p.amountMicros < 0 ? "neg" : "pos"}`}>
                           <Money micros={p.amountMicros} sign />
