@@ -99,7 +99,7 @@ func (x *b) fits(page string, width int64) {
 }
 
 // atWidths screenshots the current page at 1400 and 800 px (checking it
-// fits at 800) and returns to 1400.
+// fits, and passes axe, at 800; and fits at 768) and returns to 1400.
 func (x *b) atWidths(name string) {
 	x.t.Helper()
 	x.run("1400 px", chromedp.EmulateViewport(1400, 900))
@@ -108,6 +108,8 @@ func (x *b) atWidths(name string) {
 	x.fits(name, 800)
 	x.accessible(name + " at 800 px")
 	docShot(x, name+"-800")
+	x.run("768 px", chromedp.EmulateViewport(768, 900))
+	x.fits(name, 768)
 	x.run("back to 1400 px", chromedp.EmulateViewport(1400, 900))
 }
 
@@ -376,6 +378,8 @@ func TestManagementPages(t *testing.T) {
 		t.Errorf("at 800 px the canvas is %.0f px wide", canvas)
 	}
 	x.fits("editor", 800)
+	x.run("768 px", chromedp.EmulateViewport(768, 900))
+	x.fits("editor", 768)
 	docShot(x, "manage-editor-800")
 	x.run("1400 px", chromedp.EmulateViewport(1400, 900))
 
