@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"conduit/internal/money"
@@ -39,6 +40,9 @@ func TestLedgerGroupedByRun(t *testing.T) {
 			lines = append(lines, e.(map[string]any))
 		}
 		q = ""
+		if next, _ := body["nextUrl"].(string); next != "" && !strings.Contains(next, "group=run") {
+			t.Fatalf("nextUrl %s loses the grouping", next)
+		}
 		if next, _ := body["nextAfter"].(string); next != "" {
 			q = "/api/account/ledger?group=run&limit=2&after=" + url.QueryEscape(next)
 		}

@@ -127,10 +127,7 @@ func (s *Service) Ledger(ctx context.Context, account string, q LedgerQuery) (Le
 	page := LedgerPage{Entries: make([]LedgerEntry, 0, min(len(rows), want))}
 	if len(rows) > want {
 		rows = rows[:want]
-		c := base64.RawURLEncoding.EncodeToString([]byte("ledger:" + account + ":" + strconv.FormatInt(rows[want-1].ID, 10)))
-		page.NextAfter, page.NextCursor = c, &c
-		page.NextURL = paging.NextURL(s.BaseURL, "/api/account/ledger",
-			url.Values{"type": {q.Types}, "from": {q.From}, "to": {q.To}, "limit": {strconv.Itoa(want)}}, c)
+		s.continueAt(&page, account, q, want, rows[want-1].ID)
 	}
 	for _, r := range rows {
 		page.Entries = append(page.Entries, entryView(r))
@@ -150,10 +147,7 @@ func (s *Service) ledgerByRun(ctx context.Context, account string, q LedgerQuery
 	page := LedgerPage{Entries: make([]LedgerEntry, 0, min(len(lines), want))}
 	if len(lines) > want {
 		lines = lines[:want]
-		c := base64.RawURLEncoding.EncodeToString([]byte("ledger:" + account + ":" + strconv.FormatInt(lines[want-1].ID, 10)))
-		page.NextAfter, page.NextCursor = c, &c
-		page.NextURL = paging.NextURL(s.BaseURL, "/api/account/ledger",
-			url.Values{"type": {q.Types}, "from": {q.From}, "to": {q.To}, "limit": {strconv.Itoa(want)}, "group": {q.Group}}, c)
+		s.continueAt(&page, account, q, want, lines[want-1].ID)
 	}
 	for _, l := range lines {
 		if len(l.Entries) == 1 && l.Entries[0].HoldKey == "" {
@@ -176,6 +170,15 @@ func (s *Service) ledgerByRun(ctx context.Context, account string, q LedgerQuery
 		page.Entries = append(page.Entries, v)
 	}
 	return page, nil
+}
+
+// continueAt gives a page that is not the last its token (the last id it
+// holds, bound to the account) and the URL of the next page.
+func (s *Service) continueAt(page *LedgerPage, account string, q LedgerQuery, limit int, last int64) {
+	c := base64.RawURLEncoding.EncodeToString([]byte("ledger:" + account + ":" + strconv.FormatInt(last, 10)))
+	page.NextAfter, page.NextCursor = c, &c
+	page.NextURL = paging.NextURL(s.BaseURL, "/api/account/ledger",
+		url.Values{"type": {q.Types}, "from": {q.From}, "to": {q.To}, "limit": {strconv.Itoa(limit)}, "group": {q.Group}}, c)
 }
 
 // ledgerCursor reads a page token: "ledger:<account>:<entry id>", bound to
