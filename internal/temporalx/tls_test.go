@@ -33,12 +33,12 @@ const serverName = "temporal.conduit.test"
 
 // pki is a CA and certificates it signed, written as PEM files.
 type pki struct {
-	dir       string
-	ca        *x509.Certificate
-	caKey     *ecdsa.PrivateKey
-	caFile    string
-	serial    int64
-	t         *testing.T
+	dir    string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	caFile string
+	serial int64
+	t      *testing.T
 }
 
 func newPKI(t *testing.T, name string) *pki {
@@ -171,7 +171,6 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 }
-
 
 // temporal.api_key: over TLS (server verified, no client certificate) the
 // right key runs a workflow; a wrong key or none is refused by the server.
