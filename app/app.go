@@ -91,7 +91,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	if med.Err != nil && pay.Enabled() {
 		log.Warn("pay-per-call is off; the render endpoints answer 503", "reason", med.Err)
 	}
-	tc, err := temporalx.Dial(ctx, cfg.Temporal.Address, cfg.Temporal.Namespace, cfg.Temporal.CodecKeys, log)
+	tc, err := temporalx.Connect(ctx, cfg.Temporal, log)
 	if err != nil {
 		pay.Close()
 		st.Close()

@@ -48,6 +48,7 @@ func ProductionCommands() map[string]Command {
 		"worker":    {Summary: "run the Temporal worker", Run: runRoles(Roles{Worker: true})},
 		"all":       {Summary: "serve the API and run the worker in one process", Run: runRoles(Roles{Frontend: true, Worker: true})},
 		"migrate":   {Summary: "apply database migrations and exit", Run: migrate},
+		"health":    healthCommand(),
 		"account":   accountCommand(),
 		"x402":      x402Command(),
 		"enclave":   enclaveCommand(),

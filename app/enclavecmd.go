@@ -50,7 +50,7 @@ docker config, as docker and crane read them; loopback registries over plain HTT
 			if env.Config.Temporal.Address == "" {
 				return fmt.Errorf("temporal.address (CONDUIT_TEMPORAL_ADDRESS or TEMPORAL_ADDRESS) is required: the dev command prints its Temporal address in its banner")
 			}
-			tc, err := temporalx.Dial(ctx, env.Config.Temporal.Address, env.Config.Temporal.Namespace, env.Config.Temporal.CodecKeys, env.Log)
+			tc, err := temporalx.Connect(ctx, env.Config.Temporal, env.Log)
 			if err != nil {
 				return err
 			}

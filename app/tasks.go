@@ -57,7 +57,7 @@ func taskCommand() Command {
 			}
 			defer st.Close()
 			t := env.Config.Temporal
-			tc, err := temporalx.Dial(ctx, t.Address, t.Namespace, t.CodecKeys, env.Log)
+			tc, err := temporalx.Connect(ctx, t, env.Log)
 			if err != nil {
 				return err
 			}

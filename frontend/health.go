@@ -10,7 +10,14 @@ import (
 	"conduit/internal/errs"
 )
 
-// health answers 200 only when both Postgres and Temporal answer within two
+// live answers 200 while the process serves HTTP, whatever its
+// dependencies do: the liveness probe. A database outage must take a
+// frontend out of rotation (health), not restart it.
+func (s *Server) live(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// health is the readiness probe: it answers 200 only when both Postgres and Temporal answer within two
 // seconds; otherwise 503 with which one is down. The pings are given at
 // wiring time (server.go).
 func (s *Server) health(c *gin.Context) {

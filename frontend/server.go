@@ -162,6 +162,7 @@ func New(d Deps) *Server {
 	// OpenAI's on chat completions below.
 	edge := r.Group("", checkInput)
 	edge.GET("/healthz", s.health)
+	edge.GET("/livez", s.live)
 	edge.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// Pay-per-call: the payment or the claim ticket is the credential.

@@ -35,6 +35,12 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// The campaigns run on the production-shaped Temporal store (its
+	// PostgreSQL databases beside the platform's), unless the environment
+	// names one: the scale-out test is the deployment's shape.
+	if os.Getenv(apptest.TemporalStoreEnv) == "" {
+		os.Setenv(apptest.TemporalStoreEnv, "postgres")
+	}
 	code := apptest.Run(m, &env)
 	os.RemoveAll(dir)
 	os.Exit(code)

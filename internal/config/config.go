@@ -359,6 +359,10 @@ type Temporal struct {
 	// pages link each run's workflow there. Empty: no link. The dev
 	// command sets it to its embedded UI.
 	UIURL string `mapstructure:"ui_url"`
+	// TLS and APIKey authenticate to a secured cluster or Temporal Cloud
+	// (temporal_tls.go). The API key is sent as a bearer token over TLS.
+	TLS    TemporalTLS `mapstructure:"tls"`
+	APIKey string      `mapstructure:"api_key"`
 }
 
 // Dev configures the embedded stack the dev command starts.
@@ -480,7 +484,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -568,6 +572,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("temporal.codec_keys (%s_TEMPORAL_CODEC_KEYS): %v", EnvPrefix, err))
 		}
 	}
+	errs = append(errs, c.Temporal.checkTLS()...)
 	if c.Temporal.StopTimeout < 0 {
 		errs = append(errs, fmt.Errorf("temporal.stop_timeout (%s_TEMPORAL_STOP_TIMEOUT) must not be negative", EnvPrefix))
 	}

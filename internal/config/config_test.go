@@ -287,3 +287,29 @@ func TestSignUpReadyAndTheMailboxIsDevOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// temporal.tls.* and temporal.api_key load from the environment, and a
+// half-set client pair or a key without an address is refused by Validate.
+func TestTemporalTLSSettings(t *testing.T) {
+	t.Setenv("CONDUIT_TEMPORAL_TLS_SERVER_NAME", "temporal.example")
+	t.Setenv("CONDUIT_TEMPORAL_API_KEY", "k")
+	t.Setenv("CONDUIT_TEMPORAL_ADDRESS", "temporal.example:7233")
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Temporal.TLS.ServerName != "temporal.example" || c.Temporal.APIKey != "k" || !c.Temporal.TLS.On() {
+		t.Fatalf("%+v", c.Temporal)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Temporal.TLS.CertFile = "/nonexistent/client.pem"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "temporal.tls.cert_file") {
+		t.Fatalf("a cert without its key: %v", err)
+	}
+	c.Temporal.TLS.CertFile, c.Temporal.Address = "", ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "temporal.api_key") {
+		t.Fatalf("a key without an address: %v", err)
+	}
+}

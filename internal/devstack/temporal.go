@@ -58,6 +58,8 @@ type TemporalOptions struct {
 	// DefaultPostgresShards on PostgreSQL. A store keeps the count it was
 	// created with (the server ignores a different one later).
 	Shards int
+	// TLS, when set, secures the frontend (tls.go).
+	TLS *ServerTLS
 }
 
 // The stores the embedded server can keep its state in.
@@ -90,6 +92,8 @@ type Temporal struct {
 	ui        *uiserver.Server
 	// codecEndpoint decodes sealed payloads for the UI (TemporalOptions).
 	codecEndpoint string
+	// probe adds TLS to the readiness probe's client (tls.go).
+	probe func(*client.Options)
 }
 
 const clusterName = "active"
@@ -152,20 +156,24 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 		return nil, fmt.Errorf("Temporal namespace %q could not be created: %w", o.Namespace, err)
 	}
 
+	secure, probe, err := o.TLS.apply(cfg, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
 	dc := dynamicConfig(o)
-	srv, err := temporal.NewServer(
+	srv, err := temporal.NewServer(append([]temporal.ServerOption{
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithLogger(serverLogger(o.LogLevel)),
 		temporal.WithDynamicConfigClient(dc),
-	)
+	}, secure...)...)
 	if err != nil {
 		return nil, fmt.Errorf("Temporal server could not be configured: %w", err)
 	}
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("Temporal server could not start: %w", err)
 	}
-	t := &Temporal{Address: cfg.PublicClient.HostPort, Namespace: o.Namespace, server: srv, codecEndpoint: o.CodecEndpoint}
+	t := &Temporal{Address: cfg.PublicClient.HostPort, Namespace: o.Namespace, server: srv, codecEndpoint: o.CodecEndpoint, probe: probe}
 	if err := t.waitReady(ctx); err != nil {
 		_ = srv.Stop()
 		return nil, err
@@ -370,7 +378,11 @@ func serverLogger(level string) tlog.Logger {
 func (t *Temporal) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		c, err := client.DialContext(ctx, client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: quietLogger{}})
+		opts := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: quietLogger{}}
+		if t.probe != nil {
+			t.probe(&opts)
+		}
+		c, err := client.DialContext(ctx, opts)
 		if err == nil {
 			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
 			c.Close()

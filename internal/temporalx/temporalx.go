@@ -17,18 +17,46 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"conduit/internal/codec"
+	"conduit/internal/config"
 )
+
+// Connect dials the Temporal frontend t names, with its TLS (mutual TLS,
+// a private CA, a server name) and its API key (Temporal Cloud), and
+// checks that it answers. Every production role and command dials this way.
+func Connect(ctx context.Context, t config.Temporal, log *slog.Logger) (client.Client, error) {
+	tlsConf, err := t.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	return dial(ctx, t.Address, t.Namespace, t.CodecKeys, log, func(o *client.Options) {
+		if tlsConf != nil {
+			o.ConnectionOptions.TLS = tlsConf
+		}
+		if t.APIKey != "" {
+			// The SDK turns TLS on (system roots) when none is set: a key
+			// is never sent in the clear.
+			o.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
+		}
+	})
+}
 
 // Dial connects to the frontend at address and checks that it answers, so a
 // wrong address fails at start-up with one sentence instead of on first use.
 // A non-empty codecKeys seals every payload (internal/codec).
 func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger) (client.Client, error) {
+	return dial(ctx, address, namespace, codecKeys, log, nil)
+}
+
+func dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger, secure func(*client.Options)) (client.Client, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	opts := client.Options{
 		HostPort:  address,
 		Namespace: namespace,
 		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+	}
+	if secure != nil {
+		secure(&opts)
 	}
 	if codecKeys != "" {
 		cd, err := codec.Parse(codecKeys)
