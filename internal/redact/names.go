@@ -105,6 +105,12 @@ var cues = map[string]bool{
 	"querida": true, "gentile": true, "caro": true, "cara": true, "son": true, "daughter": true, "wife": true,
 	"husband": true, "mother": true, "father": true, "brother": true, "sister": true, "colleague": true, "friend": true,
 	"manager": true, "nom": true, "nombre": true, "nome": true, "vorname": true, "nachname": true, "apellido": true,
+	"ping": true, "hire": true, "attendees": true, "attendee": true, "participants": true, "participant": true,
+	"driver": true, "witness": true, "birthday": true, "congratulations": true, "congrats": true, "mom": true,
+	"mum": true, "dad": true, "aunt": true, "uncle": true, "partner": true, "boss": true, "neighbour": true,
+	"neighbor": true, "landlord": true, "landlady": true, "nephew": true, "niece": true, "cousin": true,
+	"grandmother": true, "grandfather": true, "fiancé": true, "fiancée": true, "roommate": true, "coworker": true,
+	"teammate": true,
 }
 
 // weak cues: "to", "by", "with", "for", "is", "am" only count after the
@@ -117,6 +123,7 @@ var weakCueLead = map[string]bool{
 	"name": true, "i": true, "this": true, "met": true, "meeting": true, "call": true, "chat": true, "referred": true,
 	"seen": true, "treated": true, "examined": true, "ask": true, "contact": true, "forward": true, "escalated": true,
 	"married": true, "email": true, "wrote": true, "prescribed": true, "accompanied": true, "dob": true,
+	"congratulations": true, "covering": true, "witnessed": true, "it": true, "introduce": true, "thanks": true,
 }
 
 var closings = []string{"regards", "best", "thanks", "thank you", "cheers", "sincerely", "best regards", "kind regards",
@@ -252,6 +259,13 @@ func (sc *scanner) tokenize() {
 			}
 			break
 		}
+		// a possessive 's is not part of the name: "Tancredi's laptop"
+		skip := e
+		if e-s > 3 && strings.HasSuffix(t[s:e], "'s") {
+			e -= 2
+		} else if e-s > 5 && strings.HasSuffix(t[s:e], "’s") {
+			e -= len("’s")
+		}
 		if e < len(t) && (isDigit(t[e]) || t[e] == '_' || t[e] == '=' || t[e] == '(' ||
 			(t[e] == '.' && e+1 < len(t) && isAlnum(t[e+1])) || (t[e] == '/' && e+1 < len(t) && isAlnum(t[e+1]))) {
 			glued = true
@@ -279,7 +293,7 @@ func (sc *scanner) tokenize() {
 			sc.words = append(sc.words, w)
 		}
 		lineStart, sent = false, false
-		i = e
+		i = max(e, skip)
 	}
 }
 
@@ -393,6 +407,7 @@ func (sc *scanner) findNames() {
 			i = end - 1
 		}
 	}
+	sc.coordinate()
 	sc.refind()
 }
 
@@ -485,7 +500,7 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 	if n == 0 {
 		return 0, ""
 	}
-	cue := sc.strongCue(i) || sc.signature(i)
+	cue := sc.strongCue(i) || sc.signature(i) || sc.fieldCue(i) || sc.dashSignature(i, j) || sc.inverted(i, j)
 	log := ws[i].logLine
 	allUpper := upper == n
 	switch {
@@ -504,6 +519,8 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 		return 0.8, "name-list"
 	case ambig && n >= 2 && !allUpper:
 		return 0.7, "name-list"
+	case n <= 3 && !allUpper && !ambig && sc.vocative(i, j):
+		return 0.75, "name-vocative"
 	case n == 1 && !allUpper && !ambig && sc.verbAfter(j):
 		return 0.65, "name-verb"
 	case n >= 2 && n <= 3 && !allUpper && !ambig:
@@ -580,13 +597,219 @@ func (sc *scanner) refind() {
 	}
 }
 
-// verbs that follow a person: "Alec said", "Imogen wrote".
+// verbs that follow a person: "Alec said", "Imogen wrote". Only verbs
+// whose subject is nearly always a person (not "needs", "sent", "will").
 var personVerbs = map[string]bool{"said": true, "says": true, "asked": true, "asks": true, "wrote": true, "writes": true,
 	"told": true, "tells": true, "replied": true, "mentioned": true, "emailed": true, "texted": true, "phoned": true,
 	"thinks": true, "wants": true, "agreed": true, "explained": true, "promised": true, "confirmed": true, "sagte": true,
-	"schrieb": true, "dit": true, "a dit": true, "dijo": true, "disse": true, "escribió": true}
+	"schrieb": true, "dit": true, "a dit": true, "dijo": true, "disse": true, "escribió": true,
+	"called": true, "calls": true, "owes": true, "prefers": true, "complained": true, "apologised": true,
+	"apologized": true, "forgot": true, "visited": true, "resigned": true, "feels": true, "felt": true, "believes": true,
+	"remembers": true, "decided": true, "noticed": true, "approved": true, "signed": true, "joined": true, "joins": true,
+	"think": true, "want": true, "prefer": true, "agree": true, "ask": true, "reports": true, "denies": true,
+	"lost": true, "misses": true, "missed": true, "smiled": true, "laughed": true, "cried": true, "married": true}
+
+// between a person and the verb: auxiliaries and adverbs ("Tobiah has
+// already approved").
+var verbFillers = map[string]bool{"has": true, "had": true, "have": true, "just": true, "already": true, "also": true,
+	"never": true, "still": true, "then": true, "again": true, "always": true, "finally": true, "really": true}
 
 func (sc *scanner) verbAfter(j int) bool {
 	ws := sc.words
-	return j < len(ws) && sc.gap(ws[j-1], ws[j]) == " " && personVerbs[sc.lowerWord(ws[j])]
+	for k := j; k < len(ws) && k < j+3; k++ {
+		if sc.gap(ws[k-1], ws[k]) != " " {
+			return false
+		}
+		w := sc.lowerWord(ws[k])
+		if personVerbs[w] {
+			return true
+		}
+		// a self-introduction at the start of a sentence: "Odalys here, …"
+		if k == j && w == "here" && ws[k].e < len(sc.text) && sc.text[ws[k].e] == ',' && ws[j-1].sentStart {
+			return true
+		}
+		// only a person pairs with "I": "Wenonah and I will…"
+		if k == j && (w == "and" || w == "&") && k+1 < len(ws) && sc.text[ws[k+1].s:ws[k+1].e] == "I" {
+			return true
+		}
+		if !verbFillers[w] {
+			return false
+		}
+	}
+	return false
+}
+
+// nameFields are the keys of structured fields holding a person's name
+// (lower case, without '_' and '-').
+var nameFields = map[string]bool{"name": true, "fullname": true, "firstname": true, "lastname": true, "givenname": true,
+	"familyname": true, "surname": true, "displayname": true, "legalname": true, "middlename": true, "customername": true,
+	"patientname": true, "contactname": true, "holdername": true, "accountholder": true, "accountholdername": true,
+	"cardholder": true, "cardholdername": true, "ownername": true, "sendername": true, "recipientname": true,
+	"clientname": true, "employeename": true, "membername": true, "guestname": true, "passengername": true,
+	"drivername": true, "beneficiary": true, "beneficiaryname": true, "applicantname": true, "personname": true,
+	"author": true, "reporter": true, "assignee": true, "nom": true, "nombre": true, "vorname": true, "nachname": true}
+
+// fieldCue: the word opens the value of a structured field that holds a
+// person's name (name="…", "full_name": "…", customer_name: …), in logs,
+// JSON and YAML alike. The value must still be name-shaped, so
+// name: release-pipeline is not a name.
+func (sc *scanner) fieldCue(i int) bool {
+	t := sc.text
+	k := sc.words[i].s
+	if k > 0 && (t[k-1] == '"' || t[k-1] == '\'') {
+		k--
+	}
+	for k > 0 && t[k-1] == ' ' {
+		k--
+	}
+	if k == 0 || (t[k-1] != '=' && t[k-1] != ':') {
+		return false
+	}
+	k--
+	if k > 0 && (t[k-1] == '"' || t[k-1] == '\'') {
+		k--
+	}
+	e := k
+	for k > 0 && e-k <= 40 && (isAlnum(t[k-1]) || t[k-1] == '_' || t[k-1] == '-') {
+		k--
+	}
+	var buf [40]byte
+	n := 0
+	for p := k; p < e && n < len(buf); p++ {
+		c := t[p]
+		if c == '_' || c == '-' {
+			continue
+		}
+		if isUpper(c) {
+			c += 32
+		}
+		buf[n] = c
+		n++
+	}
+	return n >= 3 && nameFields[string(buf[:n])]
+}
+
+// dashSignature: "-- Zephyrine" or "— Tobiah" alone on its line.
+func (sc *scanner) dashSignature(i, j int) bool {
+	// look back a few bytes only: "-- " then the start of the line
+	t := sc.text
+	ls := sc.words[i].s
+	for n := 0; ls > 0 && t[ls-1] != '\n' && n < 8; n++ {
+		ls--
+	}
+	if ls > 0 && t[ls-1] != '\n' {
+		return false
+	}
+	pre := strings.TrimSpace(t[ls:sc.words[i].s])
+	if pre != "--" && pre != "—" && pre != "-" && pre != "–" {
+		return false
+	}
+	end := sc.words[j-1].e
+	return end == len(t) || t[end] == '\n' || t[end] == '\r'
+}
+
+var auxiliaries = map[string]bool{"can": true, "could": true, "will": true, "would": true, "did": true, "does": true,
+	"should": true, "has": true, "is": true, "was": true}
+
+// inverted: a question with the name as its subject ("Can Yevgenia join
+// the call?"): an auxiliary opens the sentence and a lower-case verb follows.
+func (sc *scanner) inverted(i, j int) bool {
+	ws := sc.words
+	if i == 0 || j >= len(ws) || !ws[i-1].sentStart || ws[i-1].shape != shCap || sc.gap(ws[i-1], ws[i]) != " " {
+		return false
+	}
+	return auxiliaries[sc.lowerWord(ws[i-1])] && ws[j].shape == shLower && sc.gap(ws[j-1], ws[j]) == " " &&
+		!strings.ContainsRune(sc.text[ws[i-1].e:ws[j].s], '\n')
+}
+
+// greetings that a vocative name closes: "Thanks so much, Severin!"
+var greetings = map[string]bool{"thanks": true, "thank": true, "welcome": true, "congratulations": true,
+	"congrats": true, "cheers": true, "bye": true, "goodbye": true, "morning": true, "afternoon": true, "evening": true,
+	"night": true, "hi": true, "hello": true, "hey": true, "sorry": true, "birthday": true, "aboard": true}
+
+// vocative: a name addressed at the start of a line ("Ottoline,\n\n…",
+// "Teodor, can you…") or closing a greeting ("Welcome aboard, Tobiah!").
+func (sc *scanner) vocative(i, j int) bool {
+	ws, t := sc.words, sc.text
+	end := ws[j-1].e
+	if ws[i].lineStart && end < len(t) && t[end] == ',' {
+		rest := t[end+1:]
+		if len(rest) == 0 || rest[0] == '\n' || rest[0] == '\r' {
+			return true
+		}
+		if rest[0] == ' ' && j < len(ws) && ws[j].s == end+2 && (ws[j].shape == shLower || t[ws[j].s:ws[j].e] == "I") {
+			return true
+		}
+	}
+	if i > 0 && sc.gap(ws[i-1], ws[i]) == ", " && (end == len(t) || strings.IndexByte("!.?\n", t[end]) >= 0) {
+		for k := i - 1; k >= 0 && k > i-8; k-- {
+			if greetings[sc.lowerWord(ws[k])] {
+				return true
+			}
+			if ws[k].sentStart || ws[k].lineStart {
+				break
+			}
+		}
+	}
+	return false
+}
+
+var conjunctions = map[string]bool{"and": true, "or": true, "und": true, "oder": true, "et": true, "ou": true,
+	"y": true, "o": true, "e": true}
+
+// coordinate: name-shaped words joined to a found name by "and", "or" or
+// "&", or a further item of a list of names ("Tancredi and Lavinia",
+// "Attendees: A B, C D"), are a name too.
+func (sc *scanner) coordinate() {
+	ws := sc.words
+	for pass := 0; pass < 2; pass++ {
+		changed := false
+		for i := 0; i < len(ws); i++ {
+			if sc.names.covered[i] || ws[i].shape != shCap || ws[i].logLine || !sc.nameOK(ws[i]) || ws[i].flags&fAmbig != 0 {
+				continue
+			}
+			j := i + 1
+			for j < len(ws) && j-i < 3 && !sc.names.covered[j] && ws[j].shape == shCap && sc.nameOK(ws[j]) &&
+				ws[j].flags&fAmbig == 0 && sc.gap(ws[j-1], ws[j]) == " " {
+				j++
+			}
+			if sc.linkedBefore(i, j) || sc.linkedAfter(j) {
+				sc.acceptName(i, j, 0.75, "name-coord")
+				changed = true
+			}
+			i = j - 1
+		}
+		if !changed {
+			break
+		}
+	}
+}
+
+func (sc *scanner) linkedBefore(i, j int) bool {
+	ws, t := sc.words, sc.text
+	if i >= 1 && sc.names.covered[i-1] {
+		g := sc.gap(ws[i-1], ws[i])
+		if g == " & " {
+			return true
+		}
+		if g == ", " {
+			// a list: this item ends the line or is followed by another
+			end := ws[j-1].e
+			return end == len(t) || t[end] == '\n' || t[end] == ',' || (j < len(ws) && conjunctions[sc.lowerWord(ws[j])])
+		}
+	}
+	return i >= 2 && sc.names.covered[i-2] && !sc.names.covered[i-1] && conjunctions[sc.lowerWord(ws[i-1])] &&
+		sc.gap(ws[i-2], ws[i-1]) == " " && sc.gap(ws[i-1], ws[i]) == " "
+}
+
+func (sc *scanner) linkedAfter(j int) bool {
+	ws := sc.words
+	if j >= len(ws) {
+		return false
+	}
+	if sc.names.covered[j] && sc.gap(ws[j-1], ws[j]) == " & " {
+		return true
+	}
+	return j+1 < len(ws) && sc.names.covered[j+1] && !sc.names.covered[j] && conjunctions[sc.lowerWord(ws[j])] &&
+		sc.gap(ws[j-1], ws[j]) == " " && sc.gap(ws[j], ws[j+1]) == " "
 }
