@@ -157,6 +157,16 @@ func TestPlaceholders(t *testing.T) {
 	if p.Len() != 4 || len(p.Map()) != 4 {
 		t.Fatal("len")
 	}
+	// a text that arrives later reserves its ordinals too; a fresh
+	// placeholder (a value the answer produced) restores to nothing and is
+	// never handed out again
+	p.Reserve("see [Email_5]")
+	if f := p.Fresh(Email); f != "[EMAIL_6]" {
+		t.Fatal(f)
+	}
+	if _, ok := p.Value("[EMAIL_6]"); ok || p.For(Email, "c@example.com") != "[EMAIL_7]" || p.Len() != 5 {
+		t.Fatal("fresh")
+	}
 }
 
 func TestApplyOperators(t *testing.T) {
