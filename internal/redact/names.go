@@ -155,12 +155,18 @@ type nameState struct {
 	email   map[string]bool // parts of email local parts
 	known   map[string]bool // words of names found
 	covered []bool          // words already inside a found name
+	// anchor: the word is inside a name found on strong evidence (a cue,
+	// a list, an email, a verb): only such a name lends itself to words
+	// coordinated with it; anchorCue: on a cue ("Attendees: A, B").
+	anchor, anchorCue []bool
 }
 
 func (n *nameState) reset() {
 	clear(n.email)
 	clear(n.known)
 	n.covered = n.covered[:0]
+	n.anchor = n.anchor[:0]
+	n.anchorCue = n.anchorCue[:0]
 }
 
 func (n *nameState) emailLocal(local string) {
@@ -342,6 +348,8 @@ func (sc *scanner) findNames() {
 	ws := sc.words
 	for range ws {
 		sc.names.covered = append(sc.names.covered, false)
+		sc.names.anchor = append(sc.names.anchor, false)
+		sc.names.anchorCue = append(sc.names.anchorCue, false)
 	}
 	if sc.names.known == nil {
 		sc.names.known = map[string]bool{}
@@ -559,8 +567,11 @@ func (sc *scanner) titleCaseLine(i int) bool {
 func (sc *scanner) acceptName(i, j int, score float64, rec string) {
 	ws := sc.words
 	sc.add(Name, ws[i].s, ws[j-1].e, score, rec, 0)
+	strong := rec == "name-cue" || rec == "name-list" || rec == "name-email" || rec == "name-verb"
 	for k := i; k < j; k++ {
 		sc.names.covered[k] = true
+		sc.names.anchor[k] = strong
+		sc.names.anchorCue[k] = rec == "name-cue"
 		if ws[k].shape == shInitial || ws[k].e-ws[k].s < 3 || ws[k].flags&fCommon != 0 {
 			continue
 		}
@@ -727,17 +738,18 @@ var greetings = map[string]bool{"thanks": true, "thank": true, "welcome": true, 
 	"congrats": true, "cheers": true, "bye": true, "goodbye": true, "morning": true, "afternoon": true, "evening": true,
 	"night": true, "hi": true, "hello": true, "hey": true, "sorry": true, "birthday": true, "aboard": true}
 
-// vocative: a name addressed at the start of a line ("Ottoline,\n\n…",
-// "Teodor, can you…") or closing a greeting ("Welcome aboard, Tobiah!").
+// vocative: a name addressed as the text's first line ("Ottoline,\n\n…")
+// or closing a greeting ("Welcome aboard, Tobiah!").
 func (sc *scanner) vocative(i, j int) bool {
 	ws, t := sc.words, sc.text
 	end := ws[j-1].e
-	if ws[i].lineStart && end < len(t) && t[end] == ',' {
+	// The salutation: "Ottoline," alone on the first line of the text. Not
+	// any line: in real mail a word and a comma opening a line is far more
+	// often a discourse word or a sign-off ("Well, I…", "Anyway,",
+	// "Enjoy,") than a name (the public mail corpus, docs/redaction.md).
+	if i == 0 && end < len(t) && t[end] == ',' && strings.TrimSpace(t[:ws[i].s]) == "" {
 		rest := t[end+1:]
 		if len(rest) == 0 || rest[0] == '\n' || rest[0] == '\r' {
-			return true
-		}
-		if rest[0] == ' ' && j < len(ws) && ws[j].s == end+2 && (ws[j].shape == shLower || t[ws[j].s:ws[j].e] == "I") {
 			return true
 		}
 	}
@@ -787,18 +799,18 @@ func (sc *scanner) coordinate() {
 
 func (sc *scanner) linkedBefore(i, j int) bool {
 	ws, t := sc.words, sc.text
-	if i >= 1 && sc.names.covered[i-1] {
+	if i >= 1 && sc.names.anchor[i-1] {
 		g := sc.gap(ws[i-1], ws[i])
 		if g == " & " {
 			return true
 		}
-		if g == ", " {
+		if g == ", " && sc.names.anchorCue[i-1] {
 			// a list: this item ends the line or is followed by another
 			end := ws[j-1].e
 			return end == len(t) || t[end] == '\n' || t[end] == ',' || (j < len(ws) && conjunctions[sc.lowerWord(ws[j])])
 		}
 	}
-	return i >= 2 && sc.names.covered[i-2] && !sc.names.covered[i-1] && conjunctions[sc.lowerWord(ws[i-1])] &&
+	return i >= 2 && sc.names.anchor[i-2] && !sc.names.covered[i-1] && conjunctions[sc.lowerWord(ws[i-1])] &&
 		sc.gap(ws[i-2], ws[i-1]) == " " && sc.gap(ws[i-1], ws[i]) == " "
 }
 
@@ -807,9 +819,9 @@ func (sc *scanner) linkedAfter(j int) bool {
 	if j >= len(ws) {
 		return false
 	}
-	if sc.names.covered[j] && sc.gap(ws[j-1], ws[j]) == " & " {
+	if sc.names.anchor[j] && sc.gap(ws[j-1], ws[j]) == " & " {
 		return true
 	}
-	return j+1 < len(ws) && sc.names.covered[j+1] && !sc.names.covered[j] && conjunctions[sc.lowerWord(ws[j])] &&
+	return j+1 < len(ws) && sc.names.anchor[j+1] && !sc.names.covered[j] && conjunctions[sc.lowerWord(ws[j])] &&
 		sc.gap(ws[j-1], ws[j]) == " " && sc.gap(ws[j], ws[j+1]) == " "
 }

@@ -95,6 +95,15 @@ var devCleanFrames = []string{
 	"Heads up: Azure maintenance tonight.",
 	"Hi Support,\nmy order never arrived.",
 	"Regards, Accounts Payable",
+	// discourse words and places, the false positives of real mail
+	"Well, I checked the logs again.",
+	"Anyway, the fix is in.",
+	"Obviously, nobody read the manual.",
+	"Ah, I see the problem now.",
+	"Thanks for the patch.\n\nEnjoy,\nthe release team",
+	"News and Sport moved to the new portal.",
+	"Floods hit Devon, Somerset and Wiltshire.",
+	"Everyone says the release is late.",
 }
 
 type devRecord struct {
