@@ -31,6 +31,8 @@ const (
 	fLast
 	fAmbig  // a name that is also an ordinary word
 	fCommon // an ordinary word
+	// fCommon2: an ordinary word of rule set 2 (data/common2.txt)
+	fCommon2
 )
 
 var lexicon = sync.OnceValue(func() map[string]uint8 {
@@ -60,6 +62,7 @@ var lexicon = sync.OnceValue(func() map[string]uint8 {
 	load("first.txt", fFirst)
 	load("last.txt", fLast)
 	load("common.txt", fCommon)
+	load("common2.txt", fCommon2)
 	for w, f := range m {
 		if f&(fFirst|fLast) != 0 && f&fCommon != 0 {
 			m[w] = f | fAmbig
@@ -105,6 +108,10 @@ var cues = map[string]bool{
 	"querida": true, "gentile": true, "caro": true, "cara": true, "son": true, "daughter": true, "wife": true,
 	"husband": true, "mother": true, "father": true, "brother": true, "sister": true, "colleague": true, "friend": true,
 	"manager": true, "nom": true, "nombre": true, "nome": true, "vorname": true, "nachname": true, "apellido": true,
+}
+
+// cues2 are the cues rule set 2 adds.
+var cues2 = map[string]bool{
 	"ping": true, "hire": true, "attendees": true, "attendee": true, "participants": true, "participant": true,
 	"driver": true, "witness": true, "birthday": true, "congratulations": true, "congrats": true, "mom": true,
 	"mum": true, "dad": true, "aunt": true, "uncle": true, "partner": true, "boss": true, "neighbour": true,
@@ -123,6 +130,10 @@ var weakCueLead = map[string]bool{
 	"name": true, "i": true, "this": true, "met": true, "meeting": true, "call": true, "chat": true, "referred": true,
 	"seen": true, "treated": true, "examined": true, "ask": true, "contact": true, "forward": true, "escalated": true,
 	"married": true, "email": true, "wrote": true, "prescribed": true, "accompanied": true, "dob": true,
+}
+
+// weakCueLead2: the leads rule set 2 adds.
+var weakCueLead2 = map[string]bool{
 	"congratulations": true, "covering": true, "witnessed": true, "it": true, "introduce": true, "thanks": true,
 }
 
@@ -267,9 +278,10 @@ func (sc *scanner) tokenize() {
 		}
 		// a possessive 's is not part of the name: "Tancredi's laptop"
 		skip := e
-		if e-s > 3 && strings.HasSuffix(t[s:e], "'s") {
+		// (rule set 1 keeps it inside the word)
+		if !sc.v1 && e-s > 3 && strings.HasSuffix(t[s:e], "'s") {
 			e -= 2
-		} else if e-s > 5 && strings.HasSuffix(t[s:e], "’s") {
+		} else if !sc.v1 && e-s > 5 && strings.HasSuffix(t[s:e], "’s") {
 			e -= len("’s")
 		}
 		if e < len(t) && (isDigit(t[e]) || t[e] == '_' || t[e] == '=' || t[e] == '(' ||
@@ -336,7 +348,7 @@ func (sc *scanner) nameOK(w word) bool {
 		return false
 	}
 	// a common word is a name when an email address in the text says so
-	return w.flags&fCommon == 0 || sc.names.email[sc.lowerWord(w)]
+	return w.flags&sc.common == 0 || sc.names.email[sc.lowerWord(w)]
 }
 
 // gap is the text between two words.
@@ -415,7 +427,9 @@ func (sc *scanner) findNames() {
 			i = end - 1
 		}
 	}
-	sc.coordinate()
+	if !sc.v1 {
+		sc.coordinate()
+	}
 	sc.refind()
 }
 
@@ -437,11 +451,15 @@ func (sc *scanner) strongCue(i int) bool {
 	if titles[pw] && (g == " " || g == ". ") {
 		return true
 	}
-	if !cues[pw] {
+	if !cues[pw] && (sc.v1 || !cues2[pw]) {
 		return false
 	}
 	if weakCue[pw] || pw == "is" || pw == "am" {
-		if i < 2 || !weakCueLead[sc.lowerWord(ws[i-2])] || sc.gap(ws[i-2], p) != " " {
+		lead := ""
+		if i >= 2 {
+			lead = sc.lowerWord(ws[i-2])
+		}
+		if i < 2 || !weakCueLead[lead] && (sc.v1 || !weakCueLead2[lead]) || sc.gap(ws[i-2], p) != " " {
 			return false
 		}
 		return g == " " || g == ": "
@@ -508,7 +526,8 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 	if n == 0 {
 		return 0, ""
 	}
-	cue := sc.strongCue(i) || sc.signature(i) || sc.fieldCue(i) || sc.dashSignature(i, j) || sc.inverted(i, j)
+	cue := sc.strongCue(i) || sc.signature(i) ||
+		!sc.v1 && (sc.fieldCue(i) || sc.dashSignature(i, j) || sc.inverted(i, j))
 	log := ws[i].logLine
 	allUpper := upper == n
 	switch {
@@ -527,7 +546,7 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 		return 0.8, "name-list"
 	case ambig && n >= 2 && !allUpper:
 		return 0.7, "name-list"
-	case n <= 3 && !allUpper && !ambig && sc.vocative(i, j):
+	case !sc.v1 && n <= 3 && !allUpper && !ambig && sc.vocative(i, j):
 		return 0.75, "name-vocative"
 	case n == 1 && !allUpper && !ambig && sc.verbAfter(j):
 		return 0.65, "name-verb"
@@ -572,7 +591,7 @@ func (sc *scanner) acceptName(i, j int, score float64, rec string) {
 		sc.names.covered[k] = true
 		sc.names.anchor[k] = strong
 		sc.names.anchorCue[k] = rec == "name-cue"
-		if ws[k].shape == shInitial || ws[k].e-ws[k].s < 3 || ws[k].flags&fCommon != 0 {
+		if ws[k].shape == shInitial || ws[k].e-ws[k].s < 3 || ws[k].flags&sc.common != 0 {
 			continue
 		}
 		if ws[k].shape == shLower && particles[sc.lowerWord(ws[k])] {
@@ -596,7 +615,7 @@ func (sc *scanner) refind() {
 		if !sc.names.known[sc.lowerWord(w)] {
 			continue
 		}
-		if w.shape == shLower && (w.flags&(fCommon|fAmbig) != 0 || w.flags&(fFirst|fLast) == 0) {
+		if w.shape == shLower && (w.flags&(sc.common|fAmbig) != 0 || w.flags&(fFirst|fLast) == 0) {
 			continue
 		}
 		j := i + 1
@@ -614,6 +633,10 @@ var personVerbs = map[string]bool{"said": true, "says": true, "asked": true, "as
 	"told": true, "tells": true, "replied": true, "mentioned": true, "emailed": true, "texted": true, "phoned": true,
 	"thinks": true, "wants": true, "agreed": true, "explained": true, "promised": true, "confirmed": true, "sagte": true,
 	"schrieb": true, "dit": true, "a dit": true, "dijo": true, "disse": true, "escribió": true,
+}
+
+// personVerbs2: the verbs rule set 2 adds.
+var personVerbs2 = map[string]bool{
 	"called": true, "calls": true, "owes": true, "prefers": true, "complained": true, "apologised": true,
 	"apologized": true, "forgot": true, "visited": true, "resigned": true, "feels": true, "felt": true, "believes": true,
 	"remembers": true, "decided": true, "noticed": true, "approved": true, "signed": true, "joined": true, "joins": true,
@@ -627,12 +650,15 @@ var verbFillers = map[string]bool{"has": true, "had": true, "have": true, "just"
 
 func (sc *scanner) verbAfter(j int) bool {
 	ws := sc.words
+	if sc.v1 {
+		return j < len(ws) && sc.gap(ws[j-1], ws[j]) == " " && personVerbs[sc.lowerWord(ws[j])]
+	}
 	for k := j; k < len(ws) && k < j+3; k++ {
 		if sc.gap(ws[k-1], ws[k]) != " " {
 			return false
 		}
 		w := sc.lowerWord(ws[k])
-		if personVerbs[w] {
+		if personVerbs[w] || personVerbs2[w] {
 			return true
 		}
 		// a self-introduction at the start of a sentence: "Odalys here, …"

@@ -12,7 +12,7 @@ import (
 
 // RecognizerVersion names the detector's rule set; it changes when a
 // recognizer's behaviour does.
-const RecognizerVersion = "conduit-redact/1"
+const RecognizerVersion = "conduit-redact/2"
 
 // MaxRunText bounds the text of one /api/redact/run call (bytes).
 const MaxRunText = 256 << 10
