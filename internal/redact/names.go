@@ -134,7 +134,7 @@ var weakCueLead = map[string]bool{
 
 // weakCueLead2: the leads rule set 2 adds.
 var weakCueLead2 = map[string]bool{
-	"congratulations": true, "covering": true, "witnessed": true, "it": true, "introduce": true, "thanks": true,
+	"congratulations": true, "covering": true, "witnessed": true, "introduce": true, "thanks": true,
 }
 
 var closings = []string{"regards", "best", "thanks", "thank you", "cheers", "sincerely", "best regards", "kind regards",
@@ -813,6 +813,12 @@ func (sc *scanner) coordinate() {
 			}
 			if sc.linkedBefore(i, j) || sc.linkedAfter(j) {
 				sc.acceptName(i, j, 0.75, "name-coord")
+				// a name joined to a strong one is an anchor in turn, and a
+				// further item of a cue's list carries the list on
+				list := i >= 1 && sc.names.anchorCue[i-1] && sc.gap(ws[i-1], ws[i]) == ", "
+				for k := i; k < j; k++ {
+					sc.names.anchor[k], sc.names.anchorCue[k] = true, list
+				}
 				changed = true
 			}
 			i = j - 1

@@ -41,6 +41,7 @@ var devNameFrames = []string{
 	"According to <{F}>, the server was restarted twice.",
 	"<{L}> confirmed the dosage with the pharmacy.",
 	"Attendees: <{F} {L}>, <{F2} {L2}>",
+	"Participants: <{F}>, <{F2}>, <{L}>",
 	"cc: <{F2}>",
 	"Regards, <{F}>",
 	"Great work on the release.\n-- <{F}>",
