@@ -196,12 +196,14 @@ func (p *Platform) FrontendDeps() frontend.Deps {
 }
 
 // usageSources are the sources of GET /api/account/usage beside the
-// counted resources: the media library's bytes, when media is on.
+// counted resources: the media library's bytes, when media is on, and the
+// PII vault's subjects and tokens.
 func (p *Platform) usageSources() []quota.Source {
-	if p.Library == nil {
-		return nil
+	var out []quota.Source
+	if p.Library != nil {
+		out = append(out, libraryUsage{p.Library})
 	}
-	return []quota.Source{libraryUsage{p.Library}}
+	return append(out, p.piiUsage())
 }
 
 // libraryUsage reports the library's bytes against its quota.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"conduit/frontend"
+	"conduit/internal/quota"
 	"conduit/internal/redactlog"
 	"conduit/internal/redactproxy"
 	"conduit/internal/vault"
@@ -36,7 +37,18 @@ func (p *Platform) redaction() *frontend.Redaction {
 		Proxies: &redactproxy.Service{Store: p.Store, Master: master, Fetcher: p.Media.Images, Log: log,
 			OpenAIURL: cfg.OpenAIURL, AnthropicURL: cfg.AnthropicURL, Timeout: cfg.UpstreamTimeout, MaxProxies: cfg.MaxProxies, HashKey: hk[:]},
 		Log:          log,
-		Vault:        &vault.Service{Store: p.Store, Master: master},
+		Vault:        &vault.Service{Store: p.Store, Master: master, Quota: p.piiQuota()},
 		MaxBodyBytes: cfg.MaxBodyBytes,
 	}
+}
+
+// piiQuota is the vault's share of the account quotas (quota.pii_*).
+func (p *Platform) piiQuota() quota.Limits {
+	return quota.Limits{PIISubjects: p.Config.Quota.PIISubjects, PIITokens: p.Config.Quota.PIITokens}
+}
+
+// piiUsage reports the vault's subjects and tokens in GET
+// /api/account/usage (counted whether or not the vault has a key).
+func (p *Platform) piiUsage() quota.Source {
+	return &vault.Service{Store: p.Store, Quota: p.piiQuota()}
 }

@@ -1,11 +1,14 @@
 package frontend_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 )
 
 type runEntity struct {
@@ -173,4 +176,70 @@ func TestRedactRunPolicyAndLimits(t *testing.T) {
 func stringify(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Every redacting /api/redact/run call lands in the account's audit chain
+// as a "run" entry — counts by type, the status answered, the key, never a
+// value; refusals before detection record nothing; the chain verifies, and
+// stops verifying after an edit.
+func TestRedactRunIsAudited(t *testing.T) {
+	acct, key := env.NewAccount(t, "redact:run", "redact:log")
+	redactRun(t, key, map[string]any{"text": runText}, http.StatusOK)
+	// blocked by the policy: recorded, with the status answered
+	r := do(t, "POST", "/api/redact/run", key, map[string]any{"text": runText, "policy": map[string]any{"operators": map[string]string{"CC": "block"}}})
+	if r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("block: %d %s", r.Status, r.Body)
+	}
+	// refused before detection: nothing recorded
+	redactRun(t, key, map[string]any{"text": ""}, http.StatusBadRequest)
+	redactRun(t, key, map[string]any{"text": runText, "includeValues": true}, http.StatusForbidden)
+	redactRun(t, key, map[string]any{"text": strings.Repeat("a", 300<<10)}, http.StatusRequestEntityTooLarge)
+
+	page := env.Do(t, "GET", "/api/redact/log?source=run", nil, bearer(key)...)
+	if page.Status != 200 {
+		t.Fatalf("%d %s", page.Status, page.Body)
+	}
+	for _, v := range []string{"zoltan.brekke@example.com", "Zoltan", "Brekke", "415 555 2671", "4111", "Grüße"} {
+		if strings.Contains(string(page.Body), v) {
+			t.Fatalf("the log holds a value (%q): %s", v, page.Body)
+		}
+	}
+	entries, _ := page.JSON(t)["entries"].([]any)
+	if len(entries) != 2 {
+		t.Fatalf("want 2 run entries (the 200 and the 422), got %s", page.Body)
+	}
+	blocked, ok := entries[0].(map[string]any)
+	first, _ := entries[1].(map[string]any)
+	if !ok || first["source"] != "run" || first["upstreamStatus"] != float64(200) || first["keyId"] == nil || first["keyId"] == "" ||
+		first["proxyId"] != nil {
+		t.Fatalf("first entry %v", first)
+	}
+	counts, _ := first["entityCountsByType"].(map[string]any)
+	if counts["EMAIL"] != float64(2) || counts["CC"] != float64(1) || counts["NAME"] == nil || counts["PHONE"] != float64(1) {
+		t.Fatalf("counts %v", counts)
+	}
+	if bc, _ := blocked["entityCountsByType"].(map[string]any); blocked["upstreamStatus"] != float64(422) || bc["CC"] != float64(1) {
+		t.Fatalf("blocked entry %v", blocked)
+	}
+	verify := func() map[string]any {
+		r := env.Do(t, "GET", "/api/redact/log/verify", nil, bearer(key)...)
+		if r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Body)
+		}
+		return r.JSON(t)
+	}
+	if v := verify(); v["valid"] != true || v["entries"] != float64(2) {
+		t.Fatalf("%v", v)
+	}
+	conn, err := pgx.Connect(context.Background(), env.Config.Database.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `UPDATE redaction_log SET counts = '{"EMAIL":0}' WHERE account_id = $1 AND seq = 1`, acct); err != nil {
+		t.Fatal(err)
+	}
+	if v := verify(); v["valid"] != false || v["brokenAt"] != float64(1) {
+		t.Fatalf("after edit %v", v)
+	}
 }

@@ -129,6 +129,10 @@ const (
 	// internal/redact (names, addresses, validated numbers, …); runs
 	// recorded before keep the first patterns (graph.EvalOptions).
 	ChangeRedactGuardrail = "redact-guardrail"
+	// ChangeRedactNames (PipelineRun): the pii rule uses the detector's
+	// rule set 2 (redact.Rules2: the NAME context rules, mailto:
+	// addresses); runs recorded before keep rule set 1.
+	ChangeRedactNames = "redact-names"
 	// ChangeTaskMetering (TaskRun): a firing's price is held before its
 	// call (a balance that cannot cover it skips the call) and captured
 	// after it, released when the call was skipped.

@@ -16,6 +16,7 @@ import (
 	"conduit/activities"
 	"conduit/internal/graph"
 	"conduit/internal/money"
+	"conduit/internal/redact"
 	"conduit/internal/store"
 )
 
@@ -532,6 +533,9 @@ func (r *runner) startNode(ctx workflow.Context, n *graph.Node) (modelCall, bool
 	if n.Type == graph.KindGuardrail && n.HasRule("pii") {
 		// asked only where a pii rule runs: other runs' histories are unchanged
 		opts.LegacyPII = workflow.GetVersion(ctx, ChangeRedactGuardrail, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+		if !opts.LegacyPII && workflow.GetVersion(ctx, ChangeRedactNames, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			opts.PIIRules = redact.Rules1
+		}
 	}
 	step := n.EvaluateWith(r.in.Inputs, r.values, opts)
 	switch {

@@ -15,6 +15,9 @@ type Quota struct {
 	Tasks     int64 `mapstructure:"tasks"`
 	APIKeys   int64 `mapstructure:"api_keys"`
 	Pipelines int64 `mapstructure:"pipelines"`
+	// The PII vault's subjects and tokens (deleted subjects count too).
+	PIISubjects int64 `mapstructure:"pii_subjects"`
+	PIITokens   int64 `mapstructure:"pii_tokens"`
 	// MinTaskInterval: a schedule that can fire more often is refused.
 	MinTaskInterval time.Duration `mapstructure:"min_task_interval"`
 }
@@ -38,6 +41,8 @@ var quotaDefaults = map[string]any{
 	"quota.tasks":                 100,
 	"quota.api_keys":              50,
 	"quota.pipelines":             500,
+	"quota.pii_subjects":          10000,
+	"quota.pii_tokens":            100000,
 	"quota.min_task_interval":     "1m",
 	"metering.enclave_minute_usd": "0.0002",
 	"metering.enclave_period":     "1m",
@@ -70,7 +75,8 @@ func (c *Config) checkQuota() []error {
 	for _, q := range []struct {
 		key string
 		v   int64
-	}{{"enclaves", c.Quota.Enclaves}, {"tasks", c.Quota.Tasks}, {"api_keys", c.Quota.APIKeys}, {"pipelines", c.Quota.Pipelines}} {
+	}{{"enclaves", c.Quota.Enclaves}, {"tasks", c.Quota.Tasks}, {"api_keys", c.Quota.APIKeys}, {"pipelines", c.Quota.Pipelines},
+		{"pii_subjects", c.Quota.PIISubjects}, {"pii_tokens", c.Quota.PIITokens}} {
 		if q.v < 0 {
 			errs = append(errs, fmt.Errorf("quota.%s must be 0 (no limit) or more", q.key))
 		}

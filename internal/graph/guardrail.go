@@ -42,6 +42,9 @@ type EvalOptions struct {
 	// LegacyPII: the pii rule uses the guardrail's own first patterns
 	// (email, SSN, card, phone) instead of internal/redact.
 	LegacyPII bool
+	// PIIRules is the detector's rule set for the pii rule
+	// (redact.Options.Rules; 0: the newest).
+	PIIRules int
 }
 
 // CheckGuardrail applies every rule to value; on a violation the node
@@ -118,7 +121,7 @@ func (r Rule) check(value string, o EvalOptions) (string, error) {
 			var err error
 			// a detection error fails the rule, and so the run: nothing
 			// passes unchecked
-			if found, err = DetectPII(value); err != nil {
+			if found, err = DetectPIIWith(value, o.PIIRules); err != nil {
 				return "", err
 			}
 		}
@@ -182,8 +185,12 @@ var piiTypes = func() []redact.Type {
 // DetectPII names the kinds of personal data found in s, with the
 // house's one detector (internal/redact: validated cards, SSNs, phones,
 // names, addresses, …). Pure: no I/O, so a workflow may call it.
-func DetectPII(s string) ([]string, error) {
-	ents, err := redact.Detect(s, redact.Options{Types: piiTypes})
+func DetectPII(s string) ([]string, error) { return DetectPIIWith(s, 0) }
+
+// DetectPIIWith is DetectPII with the detector's rule set of a recorded run
+// (EvalOptions.PIIRules).
+func DetectPIIWith(s string, rules int) ([]string, error) {
+	ents, err := redact.Detect(s, redact.Options{Types: piiTypes, Rules: rules})
 	if err != nil {
 		return nil, err
 	}

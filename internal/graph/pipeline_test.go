@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"conduit/internal/redact"
 )
 
 func known(id string) bool { return strings.HasPrefix(id, "local-") }
@@ -281,6 +283,20 @@ func TestGuardrails(t *testing.T) {
 		r, err := fb.CheckGuardrailWith(in, legacy)
 		if err != nil || r.Value != want || r.Blocked {
 			t.Errorf("legacy %q: %+v %v", in, r, err)
+		}
+	}
+	// runs recorded before rule set 2 keep rule set 1: no mailto: address,
+	// no name addressed on the first line
+	rules1 := EvalOptions{PIIRules: redact.Rules1}
+	for in, want := range map[string]string{
+		"write to mailto:ann@example.com":  "write to mailto:ann@example.com",
+		"Ottoline,\n\nplease see the file": "Ottoline,\n\nplease see the file",
+	} {
+		if r, err := fb.CheckGuardrailWith(in, rules1); err != nil || r.Value != want {
+			t.Errorf("rule set 1 %q: %+v %v", in, r, err)
+		}
+		if r, err := fb.CheckGuardrail(in); err != nil || r.Value != "[redacted]" {
+			t.Errorf("rule set 2 %q: %+v %v", in, r, err)
 		}
 	}
 	// a detection error fails closed: the node errs, nothing passes

@@ -25,6 +25,11 @@ const (
 	APIKeys    Resource = "apiKeys"
 	Pipelines  Resource = "pipelines"
 	MediaBytes Resource = "mediaBytes"
+	// The PII vault's subjects and tokens (internal/vault, which plugs in
+	// as a Source). Deleted subjects and their tokens count too: their
+	// rows stay (the key destroyed) so a read answers 410 Gone.
+	PIISubjects Resource = "piiSubjects"
+	PIITokens   Resource = "piiTokens"
 )
 
 // Code is the machine-readable code of a quota refusal.
@@ -37,6 +42,9 @@ type Limits struct {
 	Tasks     int64
 	APIKeys   int64
 	Pipelines int64
+	// The PII vault's (internal/vault checks these itself).
+	PIISubjects int64
+	PIITokens   int64
 }
 
 // Of is the limit of r (0: none).
@@ -50,17 +58,23 @@ func (l Limits) Of(r Resource) int64 {
 		return l.APIKeys
 	case Pipelines:
 		return l.Pipelines
+	case PIISubjects:
+		return l.PIISubjects
+	case PIITokens:
+		return l.PIITokens
 	}
 	return 0
 }
 
 // what says what one unit of a resource is, in a sentence.
 var what = map[Resource]string{
-	Enclaves:   "enclaves (not DESTROYED or FAILED)",
-	Tasks:      "scheduled tasks",
-	APIKeys:    "API keys",
-	Pipelines:  "pipelines",
-	MediaBytes: "bytes of media",
+	Enclaves:    "enclaves (not DESTROYED or FAILED)",
+	Tasks:       "scheduled tasks",
+	APIKeys:     "API keys",
+	Pipelines:   "pipelines",
+	MediaBytes:  "bytes of media",
+	PIISubjects: "PII vault subjects (deleted ones included)",
+	PIITokens:   "PII vault tokens (those of deleted subjects included)",
 }
 
 // free says how the owner frees a slot.
@@ -76,12 +90,28 @@ var free = map[Resource]string{
 // with code QUOTA_EXCEEDED and the resource, its use and its limit beside
 // the message. Nothing was created.
 func Exceeded(r Resource, used, limit int64) *errs.Error {
-	msg := fmt.Sprintf("quota exceeded: this account has %d of its %d %s; nothing was created", used, limit, what[r])
+	return ExceededBy(r, used, 1, limit)
+}
+
+// ExceededBy is Exceeded for a create of several units at once (a batch
+// of vault tokens): used plus adding would pass the limit.
+func ExceededBy(r Resource, used, adding, limit int64) *errs.Error {
+	msg := fmt.Sprintf("quota exceeded: this account has %d of its %d %s", used, limit, what[r])
+	if adding > 1 {
+		msg += fmt.Sprintf(" and this request would add %d", adding)
+	}
+	msg += "; nothing was created"
 	if f := free[r]; f != "" {
 		msg += "; " + f + ", or ask the operator to raise the quota"
+	} else {
+		msg += "; ask the operator to raise the quota"
 	}
-	return &errs.Error{Kind: errs.TooManyRequests, Code: Code, Msg: msg,
+	e := &errs.Error{Kind: errs.TooManyRequests, Code: Code, Msg: msg,
 		Extra: map[string]any{"resource": string(r), "used": used, "limit": limit}}
+	if adding > 1 {
+		e.Extra["requested"] = adding
+	}
+	return e
 }
 
 // Item is one resource's use. Limit is null on the wire when there is
@@ -94,7 +124,7 @@ type Item struct {
 
 // Source reports the use of some resources for an account. The store
 // counts enclaves, tasks, API keys and pipelines; the media library adds
-// media bytes (its own Source).
+// media bytes and the PII vault its subjects and tokens (their own Sources).
 type Source interface {
 	Usage(ctx context.Context, account string) ([]Item, error)
 }

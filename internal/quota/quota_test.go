@@ -27,6 +27,8 @@ var settings = map[string]string{
 	"QUOTA_TASKS":                 "2",
 	"QUOTA_API_KEYS":              "3",
 	"QUOTA_PIPELINES":             "3",
+	"QUOTA_PII_SUBJECTS":          "2",
+	"QUOTA_PII_TOKENS":            "5",
 	"QUOTA_MIN_TASK_INTERVAL":     "2s",
 	"METERING_TASK_FIRING_USD":    "0.0001",
 	"METERING_ENCLAVE_MINUTE_USD": "0.0006",
@@ -182,7 +184,7 @@ func TestConcurrentCreatesStayWithinTheQuota(t *testing.T) {
 func TestUsage(t *testing.T) {
 	_, key := env.NewAccount(t)
 	u := usage(t, key)
-	for _, r := range []string{"enclaves", "tasks", "apiKeys", "pipelines", "mediaBytes"} {
+	for _, r := range []string{"enclaves", "tasks", "apiKeys", "pipelines", "mediaBytes", "piiSubjects", "piiTokens"} {
 		if u[r] == nil {
 			t.Fatalf("usage lacks %s: %v", r, u)
 		}
@@ -373,4 +375,59 @@ func TestTaskQuotaIntervalAndFiringMetering(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The PII vault's subjects and tokens are bounded like the rest: a batch
+// that would pass a limit is refused whole (429 QUOTA_EXCEEDED) and
+// changes nothing — no subject, no token, no audit entry; tokens that
+// already exist (a repeated join token) add nothing and pass at the limit;
+// deleted subjects keep counting (their rows stay so reads answer 410).
+func TestPIIVaultQuota(t *testing.T) {
+	_, key := env.NewAccount(t, "pii:ingest", "pii:delete", "pii:audit")
+	item := func(typ, v string, det bool) map[string]any {
+		return map[string]any{"type": typ, "value": v, "deterministic": det}
+	}
+	ingest := func(subject string, items ...map[string]any) *apptest.Response {
+		return do(t, "POST", "/api/pii/tokens", key, map[string]any{"subjectId": subject, "items": items})
+	}
+	trail := func() int { return count(t, key, "/api/pii/audit", "entries") }
+	used(t, key, "piiSubjects", 0, 2)
+	used(t, key, "piiTokens", 0, 5)
+
+	want(t, ingest("s1", item("EMAIL", "ann@example.com", true), item("NAME", "Ann Lee", false), item("PHONE", "+1 415 555 0132", false)), http.StatusCreated)
+	used(t, key, "piiTokens", 3, 5)
+	before := trail()
+
+	// three more tokens for a new subject would make six: refused whole,
+	// and the subject it would have created does not exist
+	b := want(t, ingest("s2", item("NAME", "Bo Kim", false), item("EMAIL", "bo@example.com", false), item("PHONE", "+1 415 555 0133", false)), http.StatusTooManyRequests)
+	msg, _ := b["error"].(string)
+	if b["code"] != "QUOTA_EXCEEDED" || b["resource"] != "piiTokens" || b["used"] != float64(3) || b["limit"] != float64(5) ||
+		b["requested"] != float64(3) || !strings.Contains(msg, "nothing was created") || strings.Contains(msg, "Bo Kim") {
+		t.Fatalf("refusal: %v", b)
+	}
+	used(t, key, "piiSubjects", 1, 2)
+	used(t, key, "piiTokens", 3, 5)
+	if n := trail(); n != before {
+		t.Fatalf("a refused ingest wrote %d audit entries", n-before)
+	}
+
+	// two fit: subjects 2 of 2, tokens 5 of 5
+	want(t, ingest("s2", item("NAME", "Bo Kim", false), item("EMAIL", "bo@example.com", false)), http.StatusCreated)
+	used(t, key, "piiSubjects", 2, 2)
+	used(t, key, "piiTokens", 5, 5)
+	// a third subject: refused on subjects, and nothing written
+	refused(t, ingest("s3", item("NAME", "Cy Ode", false)), "piiSubjects", 2)
+	// one more token of an existing subject: refused on tokens
+	refused(t, ingest("s1", item("NAME", "Ann B. Lee", false)), "piiTokens", 5)
+	used(t, key, "piiSubjects", 2, 2)
+	used(t, key, "piiTokens", 5, 5)
+	// the join token s1 already holds adds no row: it passes at the limit
+	want(t, ingest("s1", item("EMAIL", "ann@example.com", true)), http.StatusCreated)
+	used(t, key, "piiTokens", 5, 5)
+
+	// deleting a subject destroys its key; its rows, and their count, stay
+	want(t, do(t, "DELETE", "/api/pii/subjects/s2", key, nil), http.StatusOK)
+	used(t, key, "piiSubjects", 2, 2)
+	used(t, key, "piiTokens", 5, 5)
 }

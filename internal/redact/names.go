@@ -31,6 +31,8 @@ const (
 	fLast
 	fAmbig  // a name that is also an ordinary word
 	fCommon // an ordinary word
+	// fCommon2: an ordinary word of rule set 2 (data/common2.txt)
+	fCommon2
 )
 
 var lexicon = sync.OnceValue(func() map[string]uint8 {
@@ -60,6 +62,7 @@ var lexicon = sync.OnceValue(func() map[string]uint8 {
 	load("first.txt", fFirst)
 	load("last.txt", fLast)
 	load("common.txt", fCommon)
+	load("common2.txt", fCommon2)
 	for w, f := range m {
 		if f&(fFirst|fLast) != 0 && f&fCommon != 0 {
 			m[w] = f | fAmbig
@@ -107,6 +110,16 @@ var cues = map[string]bool{
 	"manager": true, "nom": true, "nombre": true, "nome": true, "vorname": true, "nachname": true, "apellido": true,
 }
 
+// cues2 are the cues rule set 2 adds.
+var cues2 = map[string]bool{
+	"ping": true, "hire": true, "attendees": true, "attendee": true, "participants": true, "participant": true,
+	"driver": true, "witness": true, "birthday": true, "congratulations": true, "congrats": true, "mom": true,
+	"mum": true, "dad": true, "aunt": true, "uncle": true, "partner": true, "boss": true, "neighbour": true,
+	"neighbor": true, "landlord": true, "landlady": true, "nephew": true, "niece": true, "cousin": true,
+	"grandmother": true, "grandfather": true, "fiancé": true, "fiancée": true, "roommate": true, "coworker": true,
+	"teammate": true,
+}
+
 // weak cues: "to", "by", "with", "for", "is", "am" only count after the
 // word before them sets them up ("spoke to", "reported by", "name is").
 var weakCue = map[string]bool{"to": true, "by": true, "with": true, "for": true, "is": true, "am": true, "from": false}
@@ -117,6 +130,11 @@ var weakCueLead = map[string]bool{
 	"name": true, "i": true, "this": true, "met": true, "meeting": true, "call": true, "chat": true, "referred": true,
 	"seen": true, "treated": true, "examined": true, "ask": true, "contact": true, "forward": true, "escalated": true,
 	"married": true, "email": true, "wrote": true, "prescribed": true, "accompanied": true, "dob": true,
+}
+
+// weakCueLead2: the leads rule set 2 adds.
+var weakCueLead2 = map[string]bool{
+	"congratulations": true, "covering": true, "witnessed": true, "introduce": true, "thanks": true,
 }
 
 var closings = []string{"regards", "best", "thanks", "thank you", "cheers", "sincerely", "best regards", "kind regards",
@@ -148,12 +166,18 @@ type nameState struct {
 	email   map[string]bool // parts of email local parts
 	known   map[string]bool // words of names found
 	covered []bool          // words already inside a found name
+	// anchor: the word is inside a name found on strong evidence (a cue,
+	// a list, an email, a verb): only such a name lends itself to words
+	// coordinated with it; anchorCue: on a cue ("Attendees: A, B").
+	anchor, anchorCue []bool
 }
 
 func (n *nameState) reset() {
 	clear(n.email)
 	clear(n.known)
 	n.covered = n.covered[:0]
+	n.anchor = n.anchor[:0]
+	n.anchorCue = n.anchorCue[:0]
 }
 
 func (n *nameState) emailLocal(local string) {
@@ -252,6 +276,14 @@ func (sc *scanner) tokenize() {
 			}
 			break
 		}
+		// a possessive 's is not part of the name: "Tancredi's laptop"
+		skip := e
+		// (rule set 1 keeps it inside the word)
+		if !sc.v1 && e-s > 3 && strings.HasSuffix(t[s:e], "'s") {
+			e -= 2
+		} else if !sc.v1 && e-s > 5 && strings.HasSuffix(t[s:e], "’s") {
+			e -= len("’s")
+		}
 		if e < len(t) && (isDigit(t[e]) || t[e] == '_' || t[e] == '=' || t[e] == '(' ||
 			(t[e] == '.' && e+1 < len(t) && isAlnum(t[e+1])) || (t[e] == '/' && e+1 < len(t) && isAlnum(t[e+1]))) {
 			glued = true
@@ -279,7 +311,7 @@ func (sc *scanner) tokenize() {
 			sc.words = append(sc.words, w)
 		}
 		lineStart, sent = false, false
-		i = e
+		i = max(e, skip)
 	}
 }
 
@@ -316,7 +348,7 @@ func (sc *scanner) nameOK(w word) bool {
 		return false
 	}
 	// a common word is a name when an email address in the text says so
-	return w.flags&fCommon == 0 || sc.names.email[sc.lowerWord(w)]
+	return w.flags&sc.common == 0 || sc.names.email[sc.lowerWord(w)]
 }
 
 // gap is the text between two words.
@@ -328,6 +360,8 @@ func (sc *scanner) findNames() {
 	ws := sc.words
 	for range ws {
 		sc.names.covered = append(sc.names.covered, false)
+		sc.names.anchor = append(sc.names.anchor, false)
+		sc.names.anchorCue = append(sc.names.anchorCue, false)
 	}
 	if sc.names.known == nil {
 		sc.names.known = map[string]bool{}
@@ -393,6 +427,9 @@ func (sc *scanner) findNames() {
 			i = end - 1
 		}
 	}
+	if !sc.v1 {
+		sc.coordinate()
+	}
 	sc.refind()
 }
 
@@ -414,11 +451,15 @@ func (sc *scanner) strongCue(i int) bool {
 	if titles[pw] && (g == " " || g == ". ") {
 		return true
 	}
-	if !cues[pw] {
+	if !cues[pw] && (sc.v1 || !cues2[pw]) {
 		return false
 	}
 	if weakCue[pw] || pw == "is" || pw == "am" {
-		if i < 2 || !weakCueLead[sc.lowerWord(ws[i-2])] || sc.gap(ws[i-2], p) != " " {
+		lead := ""
+		if i >= 2 {
+			lead = sc.lowerWord(ws[i-2])
+		}
+		if i < 2 || !weakCueLead[lead] && (sc.v1 || !weakCueLead2[lead]) || sc.gap(ws[i-2], p) != " " {
 			return false
 		}
 		return g == " " || g == ": "
@@ -485,7 +526,8 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 	if n == 0 {
 		return 0, ""
 	}
-	cue := sc.strongCue(i) || sc.signature(i)
+	cue := sc.strongCue(i) || sc.signature(i) ||
+		!sc.v1 && (sc.fieldCue(i) || sc.dashSignature(i, j) || sc.inverted(i, j))
 	log := ws[i].logLine
 	allUpper := upper == n
 	switch {
@@ -504,6 +546,8 @@ func (sc *scanner) nameEvidence(i, j int) (float64, string) {
 		return 0.8, "name-list"
 	case ambig && n >= 2 && !allUpper:
 		return 0.7, "name-list"
+	case !sc.v1 && n <= 3 && !allUpper && !ambig && sc.vocative(i, j):
+		return 0.75, "name-vocative"
 	case n == 1 && !allUpper && !ambig && sc.verbAfter(j):
 		return 0.65, "name-verb"
 	case n >= 2 && n <= 3 && !allUpper && !ambig:
@@ -542,9 +586,12 @@ func (sc *scanner) titleCaseLine(i int) bool {
 func (sc *scanner) acceptName(i, j int, score float64, rec string) {
 	ws := sc.words
 	sc.add(Name, ws[i].s, ws[j-1].e, score, rec, 0)
+	strong := rec == "name-cue" || rec == "name-list" || rec == "name-email" || rec == "name-verb"
 	for k := i; k < j; k++ {
 		sc.names.covered[k] = true
-		if ws[k].shape == shInitial || ws[k].e-ws[k].s < 3 || ws[k].flags&fCommon != 0 {
+		sc.names.anchor[k] = strong
+		sc.names.anchorCue[k] = rec == "name-cue"
+		if ws[k].shape == shInitial || ws[k].e-ws[k].s < 3 || ws[k].flags&sc.common != 0 {
 			continue
 		}
 		if ws[k].shape == shLower && particles[sc.lowerWord(ws[k])] {
@@ -568,7 +615,7 @@ func (sc *scanner) refind() {
 		if !sc.names.known[sc.lowerWord(w)] {
 			continue
 		}
-		if w.shape == shLower && (w.flags&(fCommon|fAmbig) != 0 || w.flags&(fFirst|fLast) == 0) {
+		if w.shape == shLower && (w.flags&(sc.common|fAmbig) != 0 || w.flags&(fFirst|fLast) == 0) {
 			continue
 		}
 		j := i + 1
@@ -580,13 +627,233 @@ func (sc *scanner) refind() {
 	}
 }
 
-// verbs that follow a person: "Alec said", "Imogen wrote".
+// verbs that follow a person: "Alec said", "Imogen wrote". Only verbs
+// whose subject is nearly always a person (not "needs", "sent", "will").
 var personVerbs = map[string]bool{"said": true, "says": true, "asked": true, "asks": true, "wrote": true, "writes": true,
 	"told": true, "tells": true, "replied": true, "mentioned": true, "emailed": true, "texted": true, "phoned": true,
 	"thinks": true, "wants": true, "agreed": true, "explained": true, "promised": true, "confirmed": true, "sagte": true,
-	"schrieb": true, "dit": true, "a dit": true, "dijo": true, "disse": true, "escribió": true}
+	"schrieb": true, "dit": true, "a dit": true, "dijo": true, "disse": true, "escribió": true,
+}
+
+// personVerbs2: the verbs rule set 2 adds.
+var personVerbs2 = map[string]bool{
+	"called": true, "calls": true, "owes": true, "prefers": true, "complained": true, "apologised": true,
+	"apologized": true, "forgot": true, "visited": true, "resigned": true, "feels": true, "felt": true, "believes": true,
+	"remembers": true, "decided": true, "noticed": true, "approved": true, "signed": true, "joined": true, "joins": true,
+	"think": true, "want": true, "prefer": true, "agree": true, "ask": true, "reports": true, "denies": true,
+	"lost": true, "misses": true, "missed": true, "smiled": true, "laughed": true, "cried": true, "married": true}
+
+// between a person and the verb: auxiliaries and adverbs ("Tobiah has
+// already approved").
+var verbFillers = map[string]bool{"has": true, "had": true, "have": true, "just": true, "already": true, "also": true,
+	"never": true, "still": true, "then": true, "again": true, "always": true, "finally": true, "really": true}
 
 func (sc *scanner) verbAfter(j int) bool {
 	ws := sc.words
-	return j < len(ws) && sc.gap(ws[j-1], ws[j]) == " " && personVerbs[sc.lowerWord(ws[j])]
+	if sc.v1 {
+		return j < len(ws) && sc.gap(ws[j-1], ws[j]) == " " && personVerbs[sc.lowerWord(ws[j])]
+	}
+	for k := j; k < len(ws) && k < j+3; k++ {
+		if sc.gap(ws[k-1], ws[k]) != " " {
+			return false
+		}
+		w := sc.lowerWord(ws[k])
+		if personVerbs[w] || personVerbs2[w] {
+			return true
+		}
+		// a self-introduction at the start of a sentence: "Odalys here, …"
+		if k == j && w == "here" && ws[k].e < len(sc.text) && sc.text[ws[k].e] == ',' && ws[j-1].sentStart {
+			return true
+		}
+		// only a person pairs with "I": "Wenonah and I will…"
+		if k == j && (w == "and" || w == "&") && k+1 < len(ws) && sc.text[ws[k+1].s:ws[k+1].e] == "I" {
+			return true
+		}
+		if !verbFillers[w] {
+			return false
+		}
+	}
+	return false
+}
+
+// nameFields are the keys of structured fields holding a person's name
+// (lower case, without '_' and '-').
+var nameFields = map[string]bool{"name": true, "fullname": true, "firstname": true, "lastname": true, "givenname": true,
+	"familyname": true, "surname": true, "displayname": true, "legalname": true, "middlename": true, "customername": true,
+	"patientname": true, "contactname": true, "holdername": true, "accountholder": true, "accountholdername": true,
+	"cardholder": true, "cardholdername": true, "ownername": true, "sendername": true, "recipientname": true,
+	"clientname": true, "employeename": true, "membername": true, "guestname": true, "passengername": true,
+	"drivername": true, "beneficiary": true, "beneficiaryname": true, "applicantname": true, "personname": true,
+	"author": true, "reporter": true, "assignee": true, "nom": true, "nombre": true, "vorname": true, "nachname": true}
+
+// fieldCue: the word opens the value of a structured field that holds a
+// person's name (name="…", "full_name": "…", customer_name: …), in logs,
+// JSON and YAML alike. The value must still be name-shaped, so
+// name: release-pipeline is not a name.
+func (sc *scanner) fieldCue(i int) bool {
+	t := sc.text
+	k := sc.words[i].s
+	if k > 0 && (t[k-1] == '"' || t[k-1] == '\'') {
+		k--
+	}
+	for k > 0 && t[k-1] == ' ' {
+		k--
+	}
+	if k == 0 || (t[k-1] != '=' && t[k-1] != ':') {
+		return false
+	}
+	k--
+	if k > 0 && (t[k-1] == '"' || t[k-1] == '\'') {
+		k--
+	}
+	e := k
+	for k > 0 && e-k <= 40 && (isAlnum(t[k-1]) || t[k-1] == '_' || t[k-1] == '-') {
+		k--
+	}
+	var buf [40]byte
+	n := 0
+	for p := k; p < e && n < len(buf); p++ {
+		c := t[p]
+		if c == '_' || c == '-' {
+			continue
+		}
+		if isUpper(c) {
+			c += 32
+		}
+		buf[n] = c
+		n++
+	}
+	return n >= 3 && nameFields[string(buf[:n])]
+}
+
+// dashSignature: "-- Zephyrine" or "— Tobiah" alone on its line.
+func (sc *scanner) dashSignature(i, j int) bool {
+	// look back a few bytes only: "-- " then the start of the line
+	t := sc.text
+	ls := sc.words[i].s
+	for n := 0; ls > 0 && t[ls-1] != '\n' && n < 8; n++ {
+		ls--
+	}
+	if ls > 0 && t[ls-1] != '\n' {
+		return false
+	}
+	pre := strings.TrimSpace(t[ls:sc.words[i].s])
+	if pre != "--" && pre != "—" && pre != "-" && pre != "–" {
+		return false
+	}
+	end := sc.words[j-1].e
+	return end == len(t) || t[end] == '\n' || t[end] == '\r'
+}
+
+var auxiliaries = map[string]bool{"can": true, "could": true, "will": true, "would": true, "did": true, "does": true,
+	"should": true, "has": true, "is": true, "was": true}
+
+// inverted: a question with the name as its subject ("Can Yevgenia join
+// the call?"): an auxiliary opens the sentence and a lower-case verb follows.
+func (sc *scanner) inverted(i, j int) bool {
+	ws := sc.words
+	if i == 0 || j >= len(ws) || !ws[i-1].sentStart || ws[i-1].shape != shCap || sc.gap(ws[i-1], ws[i]) != " " {
+		return false
+	}
+	return auxiliaries[sc.lowerWord(ws[i-1])] && ws[j].shape == shLower && sc.gap(ws[j-1], ws[j]) == " " &&
+		!strings.ContainsRune(sc.text[ws[i-1].e:ws[j].s], '\n')
+}
+
+// greetings that a vocative name closes: "Thanks so much, Severin!"
+var greetings = map[string]bool{"thanks": true, "thank": true, "welcome": true, "congratulations": true,
+	"congrats": true, "cheers": true, "bye": true, "goodbye": true, "morning": true, "afternoon": true, "evening": true,
+	"night": true, "hi": true, "hello": true, "hey": true, "sorry": true, "birthday": true, "aboard": true}
+
+// vocative: a name addressed as the text's first line ("Ottoline,\n\n…")
+// or closing a greeting ("Welcome aboard, Tobiah!").
+func (sc *scanner) vocative(i, j int) bool {
+	ws, t := sc.words, sc.text
+	end := ws[j-1].e
+	// The salutation: "Ottoline," alone on the first line of the text. Not
+	// any line: in real mail a word and a comma opening a line is far more
+	// often a discourse word or a sign-off ("Well, I…", "Anyway,",
+	// "Enjoy,") than a name (the public mail corpus, docs/redaction.md).
+	if i == 0 && end < len(t) && t[end] == ',' && strings.TrimSpace(t[:ws[i].s]) == "" {
+		rest := t[end+1:]
+		if len(rest) == 0 || rest[0] == '\n' || rest[0] == '\r' {
+			return true
+		}
+	}
+	if i > 0 && sc.gap(ws[i-1], ws[i]) == ", " && (end == len(t) || strings.IndexByte("!.?\n", t[end]) >= 0) {
+		for k := i - 1; k >= 0 && k > i-8; k-- {
+			if greetings[sc.lowerWord(ws[k])] {
+				return true
+			}
+			if ws[k].sentStart || ws[k].lineStart {
+				break
+			}
+		}
+	}
+	return false
+}
+
+var conjunctions = map[string]bool{"and": true, "or": true, "und": true, "oder": true, "et": true, "ou": true,
+	"y": true, "o": true, "e": true}
+
+// coordinate: name-shaped words joined to a found name by "and", "or" or
+// "&", or a further item of a list of names ("Tancredi and Lavinia",
+// "Attendees: A B, C D"), are a name too.
+func (sc *scanner) coordinate() {
+	ws := sc.words
+	for pass := 0; pass < 2; pass++ {
+		changed := false
+		for i := 0; i < len(ws); i++ {
+			if sc.names.covered[i] || ws[i].shape != shCap || ws[i].logLine || !sc.nameOK(ws[i]) || ws[i].flags&fAmbig != 0 {
+				continue
+			}
+			j := i + 1
+			for j < len(ws) && j-i < 3 && !sc.names.covered[j] && ws[j].shape == shCap && sc.nameOK(ws[j]) &&
+				ws[j].flags&fAmbig == 0 && sc.gap(ws[j-1], ws[j]) == " " {
+				j++
+			}
+			if sc.linkedBefore(i, j) || sc.linkedAfter(j) {
+				sc.acceptName(i, j, 0.75, "name-coord")
+				// a name joined to a strong one is an anchor in turn, and a
+				// further item of a cue's list carries the list on
+				list := i >= 1 && sc.names.anchorCue[i-1] && sc.gap(ws[i-1], ws[i]) == ", "
+				for k := i; k < j; k++ {
+					sc.names.anchor[k], sc.names.anchorCue[k] = true, list
+				}
+				changed = true
+			}
+			i = j - 1
+		}
+		if !changed {
+			break
+		}
+	}
+}
+
+func (sc *scanner) linkedBefore(i, j int) bool {
+	ws, t := sc.words, sc.text
+	if i >= 1 && sc.names.anchor[i-1] {
+		g := sc.gap(ws[i-1], ws[i])
+		if g == " & " {
+			return true
+		}
+		if g == ", " && sc.names.anchorCue[i-1] {
+			// a list: this item ends the line or is followed by another
+			end := ws[j-1].e
+			return end == len(t) || t[end] == '\n' || t[end] == ',' || (j < len(ws) && conjunctions[sc.lowerWord(ws[j])])
+		}
+	}
+	return i >= 2 && sc.names.anchor[i-2] && !sc.names.covered[i-1] && conjunctions[sc.lowerWord(ws[i-1])] &&
+		sc.gap(ws[i-2], ws[i-1]) == " " && sc.gap(ws[i-1], ws[i]) == " "
+}
+
+func (sc *scanner) linkedAfter(j int) bool {
+	ws := sc.words
+	if j >= len(ws) {
+		return false
+	}
+	if sc.names.anchor[j] && sc.gap(ws[j-1], ws[j]) == " & " {
+		return true
+	}
+	return j+1 < len(ws) && sc.names.anchor[j+1] && !sc.names.covered[j] && conjunctions[sc.lowerWord(ws[j])] &&
+		sc.gap(ws[j-1], ws[j]) == " " && sc.gap(ws[j], ws[j+1]) == " "
 }

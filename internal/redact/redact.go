@@ -76,7 +76,20 @@ type Options struct {
 	MRNFormats []string
 	// MinScore drops detections scored below it (0 keeps all).
 	MinScore float64
+	// Rules picks the rule set: 0, the newest (Rules2); Rules1, the rules
+	// pipeline runs recorded before workflows.ChangeRedactNames keep, so
+	// their guardrail decides on replay as it decided then.
+	Rules int
 }
+
+// Rule sets (Options.Rules). Rules2 adds the NAME context rules (fields,
+// vocatives, coordination, signatures, questions, more cues and verbs,
+// the possessive, more common words) and reads mailto:user@host as an
+// address.
+const (
+	Rules1 = 1
+	Rules2 = 2
+)
 
 // DefaultMRNFormats: 5–12 characters of digits, upper-case letters and
 // dashes with at least four digits, after an MRN cue.
@@ -118,6 +131,11 @@ func Detect(text string, opt Options) ([]Entity, error) {
 	defer putScanner(sc)
 	sc.types = opt.Types
 	sc.mrn = mrn
+	sc.v1 = opt.Rules == Rules1
+	sc.common = fCommon | fCommon2
+	if sc.v1 {
+		sc.common = fCommon
+	}
 	sc.run()
 	spans := resolve(sc.spans)
 	out := make([]Entity, 0, len(spans))

@@ -47,6 +47,7 @@ func TestRecognizersValidate(t *testing.T) {
 		{"MRN: MR-0048213 and MRN: abc", map[Type][]string{MRN: {"MR-0048213"}}},
 		{"see https://example.com/a?b=1. and www.example.org", map[Type][]string{URL: {"https://example.com/a?b=1", "www.example.org"}}},
 		{"write to ann.lee@example.co.uk!", map[Type][]string{Email: {"ann.lee@example.co.uk"}, Name: nil}},
+		{"[mailto:bo@example.org] and <MAILTO:cy@example.org>", map[Type][]string{Email: {"bo@example.org", "cy@example.org"}}},
 		{"ship to 221B Baker Street, London NW1 6XE today", map[Type][]string{Address: {"221B Baker Street, London NW1 6XE"}}},
 		{"AKIAIOSFODNN7EXAMPLE then password = \"Tr0ub4dor&3x\" and password = \"${DB_PASSWORD}\"", map[Type][]string{Secret: {"AKIAIOSFODNN7EXAMPLE", "Tr0ub4dor&3x"}}},
 		{"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----", map[Type][]string{Secret: {"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"}}},
@@ -156,6 +157,16 @@ func TestPlaceholders(t *testing.T) {
 	}
 	if p.Len() != 4 || len(p.Map()) != 4 {
 		t.Fatal("len")
+	}
+	// a text that arrives later reserves its ordinals too; a fresh
+	// placeholder (a value the answer produced) restores to nothing and is
+	// never handed out again
+	p.Reserve("see [Email_5]")
+	if f := p.Fresh(Email); f != "[EMAIL_6]" {
+		t.Fatal(f)
+	}
+	if _, ok := p.Value("[EMAIL_6]"); ok || p.For(Email, "c@example.com") != "[EMAIL_7]" || p.Len() != 5 {
+		t.Fatal("fresh")
 	}
 }
 

@@ -88,11 +88,17 @@ func NewPlaceholders(texts ...string) *Placeholders {
 	p := &Placeholders{taken: map[string]bool{}, next: map[Type]int{}, byKey: map[string]string{},
 		values: map[string]string{}, types: map[string]Type{}}
 	for _, t := range texts {
-		for _, m := range literalPlaceholder.FindAllStringSubmatch(t, -1) {
-			p.taken[strings.ToUpper(m[1])+"_"+strings.TrimLeft(m[2], "0")] = true
-		}
+		p.Reserve(t)
 	}
 	return p
+}
+
+// Reserve marks the ordinals written literally in text as taken (a text
+// of the call that arrived after NewPlaceholders).
+func (p *Placeholders) Reserve(text string) {
+	for _, m := range literalPlaceholder.FindAllStringSubmatch(text, -1) {
+		p.taken[strings.ToUpper(m[1])+"_"+strings.TrimLeft(m[2], "0")] = true
+	}
 }
 
 // For returns the placeholder of value as type t.
@@ -101,6 +107,17 @@ func (p *Placeholders) For(t Type, value string) string {
 	if ph, ok := p.byKey[key]; ok {
 		return ph
 	}
+	ph := p.Fresh(t)
+	p.byKey[key] = ph
+	p.values[ph] = value
+	p.types[ph] = t
+	p.order = append(p.order, ph)
+	return ph
+}
+
+// Fresh hands out a new ordinal of type t that restores to nothing: for
+// values the answer itself produced, which the caller must not get back.
+func (p *Placeholders) Fresh(t Type) string {
 	n := p.next[t]
 	for {
 		n++
@@ -109,12 +126,8 @@ func (p *Placeholders) For(t Type, value string) string {
 		}
 	}
 	p.next[t] = n
-	ph := "[" + string(t) + "_" + strconv.Itoa(n) + "]"
-	p.byKey[key] = ph
-	p.values[ph] = value
-	p.types[ph] = t
-	p.order = append(p.order, ph)
-	return ph
+	p.taken[string(t)+"_"+strconv.Itoa(n)] = true
+	return "[" + string(t) + "_" + strconv.Itoa(n) + "]"
 }
 
 // Value returns the original of a placeholder handed out by this table.

@@ -12,7 +12,7 @@ import (
 
 // RecognizerVersion names the detector's rule set; it changes when a
 // recognizer's behaviour does.
-const RecognizerVersion = "conduit-redact/1"
+const RecognizerVersion = "conduit-redact/2"
 
 // MaxRunText bounds the text of one /api/redact/run call (bytes).
 const MaxRunText = 256 << 10
@@ -67,8 +67,10 @@ type Caller struct {
 
 // Run redacts one text for /api/redact/run. Refusals are *errs.Error:
 // 400 for a bad policy, 403 for includeValues without pii:read, 413 for
-// an oversized text, 422 when the policy blocks a type found. Detection
-// failures fail closed: no text comes back.
+// an oversized text, 422 when the policy blocks a type found — then, and
+// only then, the result comes with the error, holding the counts by type
+// alone (for the audit log; no text, no entity). Detection failures fail
+// closed: no text comes back.
 func Run(req RunRequest, who Caller) (*RunResult, error) {
 	if req.Text == "" {
 		return nil, errs.Invalidf("text is required")
@@ -86,12 +88,20 @@ func Run(req RunRequest, who Caller) (*RunResult, error) {
 		return nil, err
 	}
 	pol.HashKey = hashKey(who.AccountID)
-	red, reps, err := Redact(req.Text, pol, nil)
+	ents, err := Detect(req.Text, Options{Types: pol.Types, MRNFormats: pol.MRNFormats, MinScore: pol.MinScore})
+	if err != nil {
+		return nil, fmt.Errorf("redact: %w", err)
+	}
+	red, reps, err := Apply(req.Text, ents, pol, nil)
 	var blocked *BlockedError
 	switch {
 	case errors.As(err, &blocked):
-		return nil, &errs.Error{Kind: errs.Unprocessable, Code: "PII_BLOCKED", Msg: blocked.Error(),
-			Extra: map[string]any{"blockedTypes": blocked.Types}}
+		counts := map[Type]int{}
+		for _, e := range ents {
+			counts[e.Type]++
+		}
+		return &RunResult{Counts: counts, RecognizerVersion: RecognizerVersion},
+			&errs.Error{Kind: errs.Unprocessable, Code: "PII_BLOCKED", Msg: blocked.Error(), Extra: map[string]any{"blockedTypes": blocked.Types}}
 	case err != nil:
 		return nil, fmt.Errorf("redact: %w", err)
 	}

@@ -174,6 +174,10 @@ type scanner struct {
 	spans []span
 	words []word
 	names nameState
+	// v1: rule set 1 (Options.Rules); common: the flags that make a word
+	// an ordinary word under the rule set in force
+	v1     bool
+	common uint8
 	// the digit run being classified (numbers.go)
 	runStart, runEnd int
 	cov              [][2]int

@@ -51,8 +51,9 @@ func (sc *scanner) emails() {
 				ok = false
 			}
 		}
-		// user:pass@host is a credential (secrets), not an address.
-		if !ok || (s > 0 && t[s-1] == ':') {
+		// user:pass@host is a credential (secrets), not an address — but
+		// mailto:user@host is an address.
+		if !ok || (s > 0 && t[s-1] == ':' && (sc.v1 || !(s >= 7 && equalFoldASCII(t[s-7:s], "mailto:")))) {
 			continue
 		}
 		if sc.want(Email) {

@@ -9,11 +9,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"time"
 
 	"conduit/internal/errs"
 	"conduit/internal/paging"
+	"conduit/internal/redact"
 	"conduit/internal/store"
 )
 
@@ -197,4 +199,35 @@ func (s *Service) Verify(ctx context.Context, accountID string) (Verification, e
 	}
 	v.Entries, v.Head, v.Valid = n, headHash, v.BrokenAt == 0
 	return v, nil
+}
+
+// Run answers POST /api/redact/run (redact.Run) and records the call in the
+// account's chain as a SourceRun entry: counts by type, the status
+// answered (there is no upstream: 200, or 422 when the policy blocked a
+// type found), the latency and the key — never a value. A refusal before
+// detection (a bad policy, includeValues without pii:read, an oversized
+// text) is not a redacting call and records nothing. An entry that cannot
+// be written fails the call: no redacted text leaves unrecorded.
+func (s *Service) Run(ctx context.Context, req redact.RunRequest, who redact.Caller, keyID string) (*redact.RunResult, error) {
+	started := time.Now()
+	out, err := redact.Run(req, who)
+	if out == nil {
+		return nil, err
+	}
+	status := http.StatusOK
+	if err != nil {
+		status = http.StatusUnprocessableEntity // the policy blocked a type
+	}
+	counts := make(map[string]int, len(out.Counts))
+	for t, n := range out.Counts {
+		counts[string(t)] = n
+	}
+	if _, aerr := s.Append(context.WithoutCancel(ctx), Record{AccountID: who.AccountID, KeyID: keyID, Source: SourceRun,
+		Counts: counts, UpstreamStatus: status, Latency: time.Since(started)}); aerr != nil {
+		return nil, errs.Unavailablef("the redaction could not be recorded in the audit log, so its result is withheld; try again")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -26,20 +25,16 @@ var placeholderRE = regexp.MustCompile(`\[([A-Za-z]+)_([0-9]+)\]`)
 // back at most this many bytes after a '[' (the longest type is 7 letters).
 const maxPlaceholder = 32
 
-// Session is one call's redaction state: which value got which
-// placeholder (the same value the same placeholder, across every message
-// of the call), the ordinals the caller's own text already uses (skipped),
-// and what the answer has restored so far. It lives for one call only, so
-// nothing crosses from one request to another.
+// Session is one call's redaction state: the call's placeholder table
+// (redact.Placeholders, the detector package's: the same value the same
+// placeholder across every message of the call, ordinals the caller's own
+// text already uses skipped), the counts, and what the answer has restored
+// so far. It lives for one call only, so nothing crosses from one request
+// to another.
 type Session struct {
 	policy  Policy
 	hashKey []byte
-	// byValue: type + NUL + value → placeholder; byName: canonical
-	// placeholder (upper case) → value.
-	byValue map[string]string
-	byName  map[string]string
-	next    map[redact.Type]int
-	taken   map[string]bool
+	ph      *redact.Placeholders
 	counts  map[redact.Type]int
 	seen    map[string]bool
 	// blocked lists the types the policy blocks that were found.
@@ -50,21 +45,15 @@ type Session struct {
 // per account); texts are every text of the request, scanned first so that
 // ordinals already written in them are never issued.
 func NewSession(p Policy, hashKey []byte, texts ...string) *Session {
-	s := &Session{policy: p, hashKey: hashKey, byValue: map[string]string{}, byName: map[string]string{},
-		next: map[redact.Type]int{}, taken: map[string]bool{}, counts: map[redact.Type]int{}, seen: map[string]bool{}}
-	for _, t := range texts {
-		s.Reserve(t)
-	}
-	return s
+	return &Session{policy: p, hashKey: hashKey, ph: redact.NewPlaceholders(texts...),
+		counts: map[redact.Type]int{}, seen: map[string]bool{}}
 }
 
 // Reserve marks the placeholders written literally in text as taken.
-func (s *Session) Reserve(text string) {
-	for _, m := range placeholderRE.FindAllStringSubmatch(text, -1) {
-		s.taken[canonical(m[1], m[2])] = true
-	}
-}
+func (s *Session) Reserve(text string) { s.ph.Reserve(text) }
 
+// canonical is a placeholder as the table issued it: the type upper case,
+// the ordinal without leading zeros (models write [Name_01] too).
 func canonical(typ, n string) string {
 	n = strings.TrimLeft(n, "0")
 	if n == "" {
@@ -84,10 +73,7 @@ func (s *Session) Counts() map[redact.Type]int {
 
 // Issued lists the restorable placeholders this call issued, sorted.
 func (s *Session) Issued() []string {
-	out := make([]string, 0, len(s.byName))
-	for k := range s.byName {
-		out = append(out, k)
-	}
+	out := s.ph.List()
 	sort.Strings(out)
 	return out
 }
@@ -193,24 +179,10 @@ func (s *Session) replace(t redact.Type, value string, restorable bool) (string,
 		m.Write([]byte(string(t) + "\x00" + value))
 		return "[" + string(t) + "_h" + hex.EncodeToString(m.Sum(nil))[:12] + "]", nil
 	}
-	k := string(t) + "\x00" + value
-	if p, ok := s.byValue[k]; ok && restorable {
-		return p, nil
+	if !restorable {
+		return s.ph.Fresh(t), nil
 	}
-	var p string
-	for {
-		s.next[t]++
-		p = "[" + string(t) + "_" + strconv.Itoa(s.next[t]) + "]"
-		if !s.taken[p] {
-			break
-		}
-	}
-	s.taken[p] = true
-	if restorable {
-		s.byValue[k] = p
-		s.byName[p] = value
-	}
-	return p, nil
+	return s.ph.For(t, value), nil
 }
 
 // RedactJSON redacts every string inside a JSON document (tool-call
@@ -324,7 +296,7 @@ func (r *Restorer) restore(text string) string {
 	return placeholderRE.ReplaceAllStringFunc(text, func(m string) string {
 		sub := placeholderRE.FindStringSubmatch(m)
 		k := canonical(sub[1], sub[2])
-		v, ok := r.s.byName[k]
+		v, ok := r.s.ph.Value(k)
 		if !ok {
 			return m
 		}
@@ -387,5 +359,5 @@ func isLetter(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
 
 // String keeps a session's values out of logs and traces by accident.
 func (s *Session) String() string {
-	return fmt.Sprintf("redaction session (%d placeholders)", len(s.byName))
+	return fmt.Sprintf("redaction session (%d placeholders)", s.ph.Len())
 }

@@ -288,7 +288,7 @@ func TestStreamDoesNotWaitForTheEnd(t *testing.T) {
 				pr, pw := io.Pipe()
 				sess := newTestSession(t)
 				first := sess.Issued()[0]
-				value := sess.byName[first]
+				value, _ := sess.ph.Value(first)
 				full := sse(style, []string{"Hello " + first + ".\n", " more text"}, []string{`{}`})
 				// Everything up to the first content event's end.
 				cut := strings.Index(full, "\\n\"") + 1

@@ -24,6 +24,9 @@ var quotaCounts = map[quota.Resource]string{
 	quota.Tasks:     `SELECT count(*) FROM tasks WHERE account_id = $1 AND deleted_at IS NULL`,
 	quota.APIKeys:   `SELECT count(*) FROM api_keys WHERE account_id = $1 AND deleted_at IS NULL`,
 	quota.Pipelines: `SELECT count(*) FROM pipelines WHERE account_id = $1`,
+	// vault rows stay after a subject is deleted (its key destroyed)
+	quota.PIISubjects: `SELECT count(*) FROM pii_subjects WHERE account_id = $1`,
+	quota.PIITokens:   `SELECT count(*) FROM pii_tokens WHERE account_id = $1`,
 }
 
 // Count is account's use of r (quota.Counter).
@@ -69,18 +72,8 @@ func (s *Store) TakeSlot(ctx context.Context, account string, r quota.Resource, 
 	if limit <= 0 {
 		return sl, nil
 	}
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+quotaLockWait+`'`); err != nil {
+	if err := lockQuota(ctx, tx, account, r); err != nil {
 		sl.Release(ctx)
-		return nil, err
-	}
-	// One lock per account and resource, held to the end of the
-	// transaction; the key is hashed into the advisory lock space.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "quota/"+string(r)+"/"+account); err != nil {
-		sl.Release(ctx)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout passed
-			return nil, &errs.Error{Kind: errs.Unavailable, Msg: "another create of the same kind for this account is under way; try again shortly", RetryAfter: 2 * time.Second}
-		}
 		return nil, err
 	}
 	n, err := count(ctx, tx, account, r)
@@ -93,6 +86,23 @@ func (s *Store) TakeSlot(ctx context.Context, account string, r quota.Resource, 
 		return nil, quota.Exceeded(r, n, limit)
 	}
 	return sl, nil
+}
+
+// lockQuota takes account's lock for r in tx, held to the end of the
+// transaction (the key is hashed into the advisory lock space); a create
+// that waits longer than quotaLockWait is told to try again.
+func lockQuota(ctx context.Context, tx pgx.Tx, account string, r quota.Resource) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '`+quotaLockWait+`'`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, "quota/"+string(r)+"/"+account); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout passed
+			return &errs.Error{Kind: errs.Unavailable, Msg: "another create of the same kind for this account is under way; try again shortly", RetryAfter: 2 * time.Second}
+		}
+		return err
+	}
+	return nil
 }
 
 // Release gives the slot up (a rollback); after a create it does nothing.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"conduit/internal/quota"
 )
 
 // PIIToken is a row of pii_tokens.
@@ -42,46 +44,78 @@ func (s *Store) PIIAccountKey(ctx context.Context, accountID string, make func()
 // ErrShredded: the subject was deleted; its key is gone.
 var ErrShredded = errors.New("subject shredded")
 
-// PIISubjectKey reads a subject's wrapped keyset, creating the subject
-// with make when it does not exist; a shredded subject is ErrShredded.
-func (s *Store) PIISubjectKey(ctx context.Context, accountID, subjectID string, make func() ([]byte, error)) ([]byte, error) {
+// IngestPII stores the tokens of one subject under the account's vault
+// quotas (0: no limit). In one transaction holding the account's quota
+// locks (subjects, then tokens): the subject is created with newKeyset
+// when it does not exist (ErrShredded when it was deleted), seal makes the
+// rows with the subject's wrapped keyset, the rows are inserted (an
+// existing token of the subject is left as it is: deterministic tokens
+// repeat), and a limit passed rolls everything back with
+// quota.ExceededBy: a refusal writes nothing.
+func (s *Store) IngestPII(ctx context.Context, accountID, subjectID string, subjectLimit, tokenLimit int64,
+	newKeyset func() ([]byte, error), seal func(keyset []byte) ([]PIIToken, error)) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, r := range []quota.Resource{quota.PIISubjects, quota.PIITokens} {
+		if err := lockQuota(ctx, tx, accountID, r); err != nil {
+			return err
+		}
+	}
 	var ks []byte
 	var shredded *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT keyset, shredded_at FROM pii_subjects WHERE account_id = $1 AND subject_id = $2`, accountID, subjectID).Scan(&ks, &shredded)
-	if err == nil {
-		if shredded != nil {
-			return nil, ErrShredded
+	err = tx.QueryRow(ctx, `SELECT keyset, shredded_at FROM pii_subjects WHERE account_id = $1 AND subject_id = $2`, accountID, subjectID).Scan(&ks, &shredded)
+	switch {
+	case err == nil && shredded != nil:
+		return ErrShredded
+	case errors.Is(err, pgx.ErrNoRows):
+		if ks, err = newKeyset(); err != nil {
+			return err
 		}
-		return ks, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) || make == nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, ErrNotFound
+		if _, err := tx.Exec(ctx, `INSERT INTO pii_subjects (account_id, subject_id, keyset) VALUES ($1, $2, $3)`, accountID, subjectID, ks); err != nil {
+			return err
 		}
-		return nil, err
+		if err := overQuota(ctx, tx, accountID, quota.PIISubjects, subjectLimit, 1); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
 	}
-	fresh, err := make()
+	rows, err := seal(ks)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO pii_subjects (account_id, subject_id, keyset) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, accountID, subjectID, fresh); err != nil {
-		return nil, err
+	var added int64
+	for _, t := range rows {
+		tag, err := tx.Exec(ctx, `INSERT INTO pii_tokens (account_id, token, subject_id, type, deterministic, ciphertext)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, accountID, t.Token, subjectID, t.Type, t.Deterministic, t.Ciphertext)
+		if err != nil {
+			return err
+		}
+		added += tag.RowsAffected()
 	}
-	return s.PIISubjectKey(ctx, accountID, subjectID, nil)
+	if err := overQuota(ctx, tx, accountID, quota.PIITokens, tokenLimit, added); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
-// PutPIITokens stores tokens of one subject (an existing token of the
-// subject is left as it is: deterministic tokens repeat).
-func (s *Store) PutPIITokens(ctx context.Context, accountID string, toks []PIIToken) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, t := range toks {
-			if _, err := tx.Exec(ctx, `INSERT INTO pii_tokens (account_id, token, subject_id, type, deterministic, ciphertext)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`, accountID, t.Token, t.SubjectID, t.Type, t.Deterministic, t.Ciphertext); err != nil {
-				return err
-			}
-		}
+// overQuota: after adding rows of r under its lock, the count passes
+// limit — the refusal names the use before this request.
+func overQuota(ctx context.Context, tx pgx.Tx, account string, r quota.Resource, limit, added int64) error {
+	if limit <= 0 || added == 0 {
 		return nil
-	})
+	}
+	n, err := count(ctx, tx, account, r)
+	if err != nil {
+		return err
+	}
+	if n > limit {
+		return quota.ExceededBy(r, n-added, added, limit)
+	}
+	return nil
 }
 
 // PIITokens reads every row of a token (one per subject holding it), with

@@ -27,6 +27,7 @@ import (
 
 	"conduit/internal/errs"
 	"conduit/internal/paging"
+	"conduit/internal/quota"
 	"conduit/internal/redact"
 	"conduit/internal/store"
 )
@@ -43,6 +44,23 @@ type Service struct {
 	Store *store.Store
 	// Master wraps every keyset; nil: the vault is off (503).
 	Master *Master
+	// Quota bounds an account's subjects and tokens (PIISubjects,
+	// PIITokens; 0: no limit).
+	Quota quota.Limits
+}
+
+// Usage reports the account's subjects and tokens against their limits
+// (a quota.Source for GET /api/account/usage).
+func (s *Service) Usage(ctx context.Context, account string) ([]quota.Item, error) {
+	var out []quota.Item
+	for _, r := range []quota.Resource{quota.PIISubjects, quota.PIITokens} {
+		n, err := s.Store.Count(ctx, account, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, quota.Item{Resource: r, Used: n, Limit: quota.Limit(s.Quota.Of(r))})
+	}
+	return out, nil
 }
 
 // Caller is who asks (for the audit trail).
@@ -96,22 +114,6 @@ type Tokens struct {
 	Tokens []Token `json:"tokens"`
 }
 
-func (s *Service) subjectAEAD(ctx context.Context, accountID, subject string, create bool) (aeadT, error) {
-	ad := "pii-subject/" + accountID + "/" + subject
-	var mk func() ([]byte, error)
-	if create {
-		mk = func() ([]byte, error) {
-			_, wrapped, err := s.Master.newKeyset(aead.AES256GCMKeyTemplate(), ad)
-			return wrapped, err
-		}
-	}
-	wrapped, err := s.Store.PIISubjectKey(ctx, accountID, subject, mk)
-	if err != nil {
-		return nil, err
-	}
-	return s.openSubject(wrapped, accountID, subject)
-}
-
 type aeadT interface {
 	Encrypt(plaintext, associatedData []byte) ([]byte, error)
 	Decrypt(ciphertext, associatedData []byte) ([]byte, error)
@@ -148,7 +150,57 @@ func (s *Service) Ingest(ctx context.Context, c Caller, a IngestArgs) (Tokens, e
 			return Tokens{}, errs.Field("items["+strconv.Itoa(i)+"].value", "must be 1 to 4096 bytes of text")
 		}
 	}
-	subj, err := s.subjectAEAD(ctx, c.AccountID, a.SubjectID, true)
+	var det interface {
+		EncryptDeterministically(pt, ad []byte) ([]byte, error)
+	}
+	for _, it := range a.Items {
+		if it.Deterministic {
+			var err error
+			if det, err = s.accountDet(ctx, c.AccountID); err != nil {
+				return Tokens{}, err
+			}
+			break
+		}
+	}
+	out := Tokens{Tokens: []Token{}}
+	ad := "pii-subject/" + c.AccountID + "/" + a.SubjectID
+	newKeyset := func() ([]byte, error) {
+		_, wrapped, err := s.Master.newKeyset(aead.AES256GCMKeyTemplate(), ad)
+		return wrapped, err
+	}
+	// seal runs inside the store's transaction, under the quota locks:
+	// a refusal there rolls back the subject and the tokens alike.
+	seal := func(wrapped []byte) ([]store.PIIToken, error) {
+		subj, err := s.openSubject(wrapped, c.AccountID, a.SubjectID)
+		if err != nil {
+			return nil, err
+		}
+		out.Tokens = out.Tokens[:0]
+		var rows []store.PIIToken
+		for _, it := range a.Items {
+			tok := ""
+			if it.Deterministic {
+				ct, err := det.EncryptDeterministically([]byte(it.Value), []byte("pii-join/"+c.AccountID+"/"+string(it.Type)))
+				if err != nil {
+					return nil, err
+				}
+				h := sha256.Sum256(ct)
+				tok = "piid_" + base64.RawURLEncoding.EncodeToString(h[:24])
+			} else {
+				b := make([]byte, 16)
+				_, _ = rand.Read(b)
+				tok = "pii_" + hex.EncodeToString(b)
+			}
+			ct, err := subj.Encrypt([]byte(it.Value), valueAD(c.AccountID, a.SubjectID, it.Type, tok))
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, store.PIIToken{Token: tok, SubjectID: a.SubjectID, Type: string(it.Type), Deterministic: it.Deterministic, Ciphertext: ct})
+			out.Tokens = append(out.Tokens, Token{Token: tok, Type: it.Type, SubjectID: a.SubjectID, Deterministic: it.Deterministic})
+		}
+		return rows, nil
+	}
+	err := s.Store.IngestPII(ctx, c.AccountID, a.SubjectID, s.Quota.PIISubjects, s.Quota.PIITokens, newKeyset, seal)
 	if errors.Is(err, store.ErrShredded) {
 		s.audit(ctx, c, "ingest", a.SubjectID, 0, "gone")
 		return Tokens{}, errs.New(errs.Gone, "subject %s was deleted; its key is destroyed and it takes no new values", a.SubjectID)
@@ -156,41 +208,7 @@ func (s *Service) Ingest(ctx context.Context, c Caller, a IngestArgs) (Tokens, e
 	if err != nil {
 		return Tokens{}, err
 	}
-	var det interface {
-		EncryptDeterministically(pt, ad []byte) ([]byte, error)
-	}
-	out := Tokens{Tokens: []Token{}}
-	var rows []store.PIIToken
-	for _, it := range a.Items {
-		tok := ""
-		if it.Deterministic {
-			if det == nil {
-				if det, err = s.accountDet(ctx, c.AccountID); err != nil {
-					return Tokens{}, err
-				}
-			}
-			ct, err := det.EncryptDeterministically([]byte(it.Value), []byte("pii-join/"+c.AccountID+"/"+string(it.Type)))
-			if err != nil {
-				return Tokens{}, err
-			}
-			h := sha256.Sum256(ct)
-			tok = "piid_" + base64.RawURLEncoding.EncodeToString(h[:24])
-		} else {
-			b := make([]byte, 16)
-			_, _ = rand.Read(b)
-			tok = "pii_" + hex.EncodeToString(b)
-		}
-		ct, err := subj.Encrypt([]byte(it.Value), valueAD(c.AccountID, a.SubjectID, it.Type, tok))
-		if err != nil {
-			return Tokens{}, err
-		}
-		rows = append(rows, store.PIIToken{Token: tok, SubjectID: a.SubjectID, Type: string(it.Type), Deterministic: it.Deterministic, Ciphertext: ct})
-		out.Tokens = append(out.Tokens, Token{Token: tok, Type: it.Type, SubjectID: a.SubjectID, Deterministic: it.Deterministic})
-	}
-	if err := s.Store.PutPIITokens(ctx, c.AccountID, rows); err != nil {
-		return Tokens{}, err
-	}
-	s.audit(ctx, c, "ingest", a.SubjectID, len(rows), "ok")
+	s.audit(ctx, c, "ingest", a.SubjectID, len(out.Tokens), "ok")
 	return out, nil
 }
 

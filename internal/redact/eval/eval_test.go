@@ -1,6 +1,8 @@
 package eval
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -139,7 +141,38 @@ func dumpMisses(recs []Record) {
 
 // Regression floors (set from the measured figures, below them).
 const (
-	floorF2     = 0.93
+	floorF2     = 0.96
 	ceilCleanFP = 0.01
-	floorName   = 0.80 // NAME recall, out-of-list names
+	floorName   = 0.95 // NAME recall, out-of-list names
 )
+
+// rules1Digest is the digest of every detection the detector made on this
+// set (seed 28, 2,400 + 600 records) before rule set 2 existed (commit
+// 44b310e): pipeline runs recorded then replay their pii guardrail with
+// redact.Rules1 (workflows.ChangeRedactNames), which must decide exactly
+// as that detector did. (Checked the same way, once, on 5,581 bodies of the
+// public mail corpus of docs/redaction.md.)
+const rules1Digest = "f67d88d8cb93b0ba09b39fe13e8ab30efb144105c037a6ecc39a1f885515a95d"
+
+func TestRules1IsTheRecordedRuleSet(t *testing.T) {
+	digest := func(rules int) string {
+		h := sha256.New()
+		for _, r := range Generate(seed, nPII, nClean) {
+			ents, err := redact.Detect(r.Text, redact.Options{Rules: rules})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				fmt.Fprintf(h, "%d %d %s %s %.3f\n", e.Start, e.End, e.Type, e.Recognizer, e.Score)
+			}
+			fmt.Fprintln(h, "--")
+		}
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	if got := digest(redact.Rules1); got != rules1Digest {
+		t.Fatalf("rule set 1 no longer detects what recorded runs saw: digest %s, want %s", got, rules1Digest)
+	}
+	if digest(redact.Rules2) == rules1Digest {
+		t.Fatal("rule set 2 detects exactly what rule set 1 does: the change is not in force")
+	}
+}
