@@ -214,6 +214,7 @@ func New(d Deps) *Server {
 	api.GET("/account/usage", s.usage)
 	api.GET("/billing/packs", s.listPacks)
 	api.POST("/billing/packs/checkout", s.openCheckout)
+	api.GET("/catalog", requireScope(apikey.PipelinesRead), s.nodeCatalog)
 	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
 	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 	api.POST("/redact/run", requireScope(apikey.RedactRun), s.redactRun)
