@@ -238,6 +238,10 @@ func New(d Deps) *Server {
 	one.GET("/versions/:n", requireScope(apikey.PipelinesRead), s.getVersion)
 	one.GET("/runs", requireScope(apikey.PipelinesRead), s.listRuns)
 	one.POST("/invoke", requireScope(apikey.PipelinesRun), s.invoke)
+	// The dashboard's Try it streams a run as chat completions do, signed
+	// in by its session (with the CSRF token); the chat path itself takes
+	// no cookie (auth.go, cookieAllowed).
+	one.POST("/stream", requireScope(apikey.PipelinesRun), s.chatCompletions)
 	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
 
 	// The media library (docs/media.md); another account's item or job is
