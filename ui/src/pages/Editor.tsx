@@ -131,6 +131,13 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
   useEffect(() => {
     if (refit) window.requestAnimationFrame(() => flow.fitView({ maxZoom: 1, padding: 0.15 }));
   }, [refit, flow]);
+  // A window resized (the layout changes below 1100 px) shows the whole
+  // graph again.
+  useEffect(() => {
+    const f = () => setRefit((r) => r + 1);
+    window.addEventListener("resize", f);
+    return () => window.removeEventListener("resize", f);
+  }, []);
 
   // Problems show on their nodes.
   useEffect(() => {

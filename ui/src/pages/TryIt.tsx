@@ -22,14 +22,15 @@ export function usePoll() {
   };
 }
 
-// streamChat runs a one-input, one-output pipeline through its chat
-// completions stream, calling onToken with each piece of the model's
+// streamChat runs a one-input, one-output pipeline through the dashboard's
+// stream (POST /api/pipelines/{id}/stream: the chat-completions stream,
+// signed in by the session), calling onToken with each piece of the model's
 // answer as it arrives and onRunId once the run is named. It answers false
 // when the pipeline cannot answer chat completions (then the caller
 // invokes it instead); an error it throws is the API's.
 async function streamChat(pipelineId: string, text: string, onRunId: (id: string) => void, onToken: (t: string) => void): Promise<boolean> {
   const session = await get<{ csrfToken: string }>("/api/session");
-  const res = await fetch(`/api/pipelines/${encodeURIComponent(pipelineId)}/chat/completions`, {
+  const res = await fetch(`/api/pipelines/${encodeURIComponent(pipelineId)}/stream`, {
     method: "POST",
     credentials: "same-origin",
     headers: { "Content-Type": "application/json", Accept: "text/event-stream", "X-CSRF-Token": session.csrfToken },
@@ -39,7 +40,8 @@ async function streamChat(pipelineId: string, text: string, onRunId: (id: string
     const body = await res.json().catch(() => ({}));
     // Not chat-shaped: the invoke API runs it.
     if (res.status === 422 || res.status === 409) return false;
-    throw new ApiError(res.status, body?.error?.message ?? `${res.status} ${res.statusText}`, body);
+    const msg = typeof body?.error === "string" ? body.error : (body?.error?.message ?? `${res.status} ${res.statusText}`);
+    throw new ApiError(res.status, msg, body);
   }
   const runId = res.headers.get("x-svc-run-id");
   if (runId) onRunId(runId);
