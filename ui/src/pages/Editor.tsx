@@ -109,6 +109,7 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState("");
+  const [note, setNote] = useState("");
   const flow = useReactFlow();
   const [refit, setRefit] = useState(0);
   // Until someone places a node by hand, the layout keeps the whole graph
@@ -249,8 +250,12 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
     if (!(await save())) return;
     setBusy(true);
     try {
-      const res = await post<{ version?: number; servingVersion?: number }>(`/api/pipelines/${encodeURIComponent(pipeline.id)}/publish`);
+      const res = await post<{ version?: number; servingVersion?: number }>(
+        `/api/pipelines/${encodeURIComponent(pipeline.id)}/publish`,
+        note.trim() ? { note: note.trim() } : {},
+      );
       setNotice(`Published version ${res.servingVersion ?? res.version ?? ""}.`);
+      setNote("");
       onSaved();
     } catch (e) {
       if (e instanceof ApiError && Array.isArray(e.body?.problems)) setProblems(e.body.problems);
@@ -277,6 +282,10 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
             </li>
           ))}
         </ul>
+        <label className="small">
+          Version note (optional)
+          <input name="versionNote" value={note} maxLength={500} onChange={(e) => setNote(e.target.value)} placeholder="what this version changes" />
+        </label>
         <div className="toolbar">
           <button
             type="button"
