@@ -1,5 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from "react";
-import { ReactFlow, type Edge } from "@xyflow/react";
+import { ReactFlow, type Edge, type ReactFlowInstance } from "@xyflow/react";
 import { get, usd, type Graph, type GraphNode, type Run, type RunNode } from "../api";
 import { Link } from "../router";
 import { PipelineNode } from "../editor/PipelineNode";
@@ -172,6 +172,13 @@ export function Trace({ run, pipelineId, streamed }: { run: Run; pipelineId?: st
 // status's colour, the running ones highlighted.
 function RunGraph({ graph, nodes, shown, now }: { graph: Graph; nodes: RunNode[]; shown: (n: RunNode) => string; now: number }) {
   const pos = useMemo(() => layout(graph), [graph]);
+  // The whole graph stays in view when the window is resized.
+  const rf = useRef<ReactFlowInstance<FlowNode, Edge> | null>(null);
+  useEffect(() => {
+    const f = () => window.requestAnimationFrame(() => rf.current?.fitView({ maxZoom: 1, padding: 0.1 }));
+    window.addEventListener("resize", f);
+    return () => window.removeEventListener("resize", f);
+  }, []);
   const flowNodes: FlowNode[] = graph.nodes.map((n: GraphNode) => {
     const r = nodes.find((x) => x.id === n.id);
     return {
@@ -196,6 +203,9 @@ function RunGraph({ graph, nodes, shown, now }: { graph: Graph; nodes: RunNode[]
       <div className="run-graph" data-testid="run-graph">
         <ReactFlow
           id="run-graph"
+          onInit={(i) => {
+            rf.current = i;
+          }}
           nodes={flowNodes}
           edges={flowEdges}
           nodeTypes={nodeTypes}
