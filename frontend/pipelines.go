@@ -101,7 +101,17 @@ func (s *Server) putDraft(c *gin.Context) {
 
 // publish: POST /api/pipelines/{id}/publish.
 func (s *Server) publish(c *gin.Context) {
-	p, err := s.pipes.Publish(c.Request.Context(), currentPipeline(c))
+	// The body is optional: {note} says what the version changes.
+	var body struct {
+		Note string `json:"note"`
+	}
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &body); err != nil {
+			fail(c, err)
+			return
+		}
+	}
+	p, err := s.pipes.Publish(c.Request.Context(), currentPipeline(c), body.Note)
 	s.respondChanged(c, p, err)
 }
 

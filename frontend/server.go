@@ -215,6 +215,7 @@ func New(d Deps) *Server {
 	api.GET("/account/usage", s.usage)
 	api.GET("/billing/packs", s.listPacks)
 	api.POST("/billing/packs/checkout", s.openCheckout)
+	api.GET("/catalog", requireScope(apikey.PipelinesRead), s.nodeCatalog)
 	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
 	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 	api.POST("/redact/run", requireScope(apikey.RedactRun), s.redactRun)
@@ -239,6 +240,10 @@ func New(d Deps) *Server {
 	one.GET("/versions/:n", requireScope(apikey.PipelinesRead), s.getVersion)
 	one.GET("/runs", requireScope(apikey.PipelinesRead), s.listRuns)
 	one.POST("/invoke", requireScope(apikey.PipelinesRun), s.invoke)
+	// The dashboard's Try it streams a run as chat completions do, signed
+	// in by its session (with the CSRF token); the chat path itself takes
+	// no cookie (auth.go, cookieAllowed).
+	one.POST("/stream", requireScope(apikey.PipelinesRun), s.chatCompletions)
 	one.GET("/invoke", requireScope(apikey.PipelinesRun), s.pollRun)
 
 	// The media library (docs/media.md); another account's item or job is

@@ -21,27 +21,36 @@ const DashboardPath = "/dashboard/"
 
 // spaPolicy lets the app load its own scripts and styles and call the API
 // on this origin, and nothing else. React Flow positions nodes with inline
-// style attributes, hence 'unsafe-inline' for styles only.
+// style attributes, hence 'unsafe-inline' for styles only. Audio and video
+// play only from the platform's own signed file URLs (mediaSource).
 const spaPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-type spa struct {
-	files fs.FS
-	index []byte
+// mediaSource is the media-src directive: the files path under the public
+// URL, which every signed file URL (runs' outputs, the library's links)
+// starts with, and nothing wider.
+func mediaSource(baseURL string) string {
+	return "media-src " + strings.TrimRight(baseURL, "/") + FilesPath
 }
 
-func newSPA() *spa {
+type spa struct {
+	files  fs.FS
+	index  []byte
+	policy string
+}
+
+func newSPA(baseURL string) *spa {
 	files := ui.Dist()
 	index, err := fs.ReadFile(files, "index.html")
 	if err != nil {
 		panic("frontend: the embedded dashboard has no index.html: " + err.Error())
 	}
-	return &spa{files: files, index: index}
+	return &spa{files: files, index: index, policy: spaPolicy + "; " + mediaSource(baseURL)}
 }
 
 // mountDashboard serves the build's assets and the app's entry page.
 func (s *Server) mountDashboard(r *gin.Engine) {
-	app := newSPA()
+	app := newSPA(s.deps.Config.BaseURL())
 	s.spa = app
 	r.GET("/dashboard", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, DashboardPath) })
 	// The base URL is where people open the platform first: the dashboard.
@@ -67,7 +76,7 @@ func (a *spa) fallback(c *gin.Context) bool {
 
 func (a *spa) serveIndex(c *gin.Context) {
 	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", spaPolicy)
+	h.Set("Content-Security-Policy", a.policy)
 	h.Set("Cache-Control", "no-cache")
 	c.Data(http.StatusOK, "text/html; charset=utf-8", a.index)
 }
@@ -99,6 +108,6 @@ func (a *spa) serveAsset(c *gin.Context) {
 		ct = "font/woff2"
 	}
 	c.Header("Cache-Control", "public, max-age=31536000, immutable")
-	c.Header("Content-Security-Policy", spaPolicy)
+	c.Header("Content-Security-Policy", a.policy)
 	c.Data(http.StatusOK, ct, body)
 }

@@ -81,3 +81,31 @@ func TestDashboardAppIsServed(t *testing.T) {
 		t.Errorf("GET /nothing-here: %d %s", res.StatusCode, body)
 	}
 }
+
+// The dashboard plays audio and video from the platform's own signed file
+// URLs and from nowhere else: its policy has exactly one media-src
+// directive, the files path under the public URL, on the entry page and
+// on its assets alike.
+func TestDashboardPolicyAllowsOnlyOwnFilesAsMedia(t *testing.T) {
+	want := "media-src " + env.Config.BaseURL() + "/files/"
+	res, index := fetch(t, "GET", "/dashboard/media")
+	asset := regexp.MustCompile(`src="(/dashboard/assets/[^"]+\.js)"`).FindStringSubmatch(index)
+	if asset == nil {
+		t.Fatalf("no script in the entry page:\n%s", index)
+	}
+	ares, _ := fetch(t, "GET", asset[1])
+	for _, r := range []*http.Response{res, ares} {
+		var media []string
+		for _, d := range strings.Split(r.Header.Get("Content-Security-Policy"), ";") {
+			if d = strings.TrimSpace(d); strings.HasPrefix(d, "media-src") {
+				media = append(media, d)
+			}
+		}
+		if len(media) != 1 || media[0] != want {
+			t.Errorf("%s: media-src directives %q, want exactly %q", r.Request.URL.Path, media, want)
+		}
+		if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+			t.Errorf("%s: the policy lost default-src 'none': %q", r.Request.URL.Path, csp)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -76,6 +77,7 @@ type Version struct {
 	Serving   bool            `json:"serving" jsonschema:"true for the version that serves calls"`
 	Graph     json.RawMessage `json:"graph,omitempty"`
 	Contract  *Contract       `json:"contract,omitempty"`
+	Note      string          `json:"note,omitempty" jsonschema:"what its publisher said of the version"`
 }
 
 // Row is a pipeline as it is stored: what Owned loads and the changes
@@ -226,7 +228,7 @@ func (s *Service) Detail(ctx context.Context, p store.Pipeline) (Pipeline, error
 	}
 	out.Versions = []Version{}
 	for _, v := range versions {
-		out.Versions = append(out.Versions, Version{Version: v.Version, CreatedAt: v.CreatedAt, Serving: p.ServingVersion != nil && *p.ServingVersion == v.Version})
+		out.Versions = append(out.Versions, Version{Version: v.Version, CreatedAt: v.CreatedAt, Serving: p.ServingVersion != nil && *p.ServingVersion == v.Version, Note: v.Note})
 	}
 	if p.ServingVersion != nil {
 		v, err := s.Store.Version(ctx, p.ID, *p.ServingVersion)
@@ -260,7 +262,10 @@ func (s *Service) SaveDraft(ctx context.Context, p store.Pipeline, name string, 
 
 // Publish snapshots p's draft as version N+1, which then serves. An
 // invalid draft publishes nothing: the Invalid error lists its problems.
-func (s *Service) Publish(ctx context.Context, p store.Pipeline) (store.Pipeline, error) {
+func (s *Service) Publish(ctx context.Context, p store.Pipeline, note string) (store.Pipeline, error) {
+	if n := utf8.RuneCountInString(note); n > MaxNoteChars {
+		return p, &errs.Error{Kind: errs.Invalid, Msg: fmt.Sprintf("note must be at most %d characters, got %d; nothing was published", MaxNoteChars, n), Extra: map[string]any{"field": "note"}}
+	}
 	g, err := ParseGraph(p.Draft)
 	if err != nil {
 		return p, err
@@ -268,11 +273,14 @@ func (s *Service) Publish(ctx context.Context, p store.Pipeline) (store.Pipeline
 	if v := s.Validate(g); !v.Valid {
 		return p, &errs.Error{Kind: errs.Invalid, Msg: "the draft is not valid; nothing was published", Extra: map[string]any{"problems": v.Problems}}
 	}
-	if _, err := s.Store.Publish(ctx, p.ID, p.Draft); err != nil {
+	if _, err := s.Store.Publish(ctx, p.ID, p.Draft, note); err != nil {
 		return p, err
 	}
 	return s.Store.Pipeline(ctx, p.ID)
 }
+
+// MaxNoteChars bounds a version's note.
+const MaxNoteChars = 500
 
 // Rollback makes an earlier published version of p serve again.
 func (s *Service) Rollback(ctx context.Context, p store.Pipeline, version *int) (store.Pipeline, error) {
@@ -302,7 +310,7 @@ func (s *Service) Version(ctx context.Context, p store.Pipeline, n int) (Version
 	if err != nil {
 		return Version{}, err
 	}
-	out := Version{Version: v.Version, CreatedAt: v.CreatedAt, Serving: p.ServingVersion != nil && *p.ServingVersion == v.Version, Graph: v.Graph}
+	out := Version{Version: v.Version, CreatedAt: v.CreatedAt, Serving: p.ServingVersion != nil && *p.ServingVersion == v.Version, Graph: v.Graph, Note: v.Note}
 	if g, err := graph.Parse(v.Graph); err == nil {
 		out.Contract = ContractOf(g)
 	}

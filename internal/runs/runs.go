@@ -33,6 +33,7 @@ import (
 	"conduit/internal/graph"
 	"conduit/internal/library"
 	"conduit/internal/logging"
+	"conduit/internal/mediakind"
 	"conduit/internal/models"
 	"conduit/internal/money"
 	"conduit/internal/paging"
@@ -315,7 +316,7 @@ type Usage struct {
 // Node is one node's progress or trace.
 type Node struct {
 	CompletionTokens int           `json:"completionTokens,omitempty"`
-	CostUSD          *money.Micros `json:"costUsd,omitempty" jsonschema:"what the node's model call cost, in USD"`
+	CostUSD          *money.Micros `json:"costUsd,omitempty" jsonschema:"what the node's model call or render cost, in USD"`
 	Error            string        `json:"error,omitempty"`
 	FinishedAt       *time.Time    `json:"finishedAt,omitempty"`
 	ID               string        `json:"id"`
@@ -396,7 +397,8 @@ func (s *Service) Live(ctx context.Context, workflowID string) ([]Node, bool) {
 	}
 	nodes := make([]Node, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
-		nodes = append(nodes, Node{ID: n.ID, Type: n.Type, Status: n.Status, Error: n.Error})
+		// The times let a caller show how long each node has been running.
+		nodes = append(nodes, Node{ID: n.ID, Type: n.Type, Status: n.Status, Error: n.Error, StartedAt: n.StartedAt, FinishedAt: n.FinishedAt})
 	}
 	return nodes, true
 }
@@ -412,7 +414,9 @@ func Trace(r store.Run) []Node {
 	for _, n := range states {
 		node := Node{ID: n.ID, Type: n.Type, Status: n.Status, Error: n.Error, StartedAt: n.StartedAt, FinishedAt: n.FinishedAt,
 			PromptTokens: n.PromptTokens, CompletionTokens: n.CompletionTokens}
-		if n.Type == "model" && n.Status == workflows.NodeSuccess {
+		// A node that costs is a model call or a generation node's render;
+		// each carries what it was charged, so the nodes add up to the run.
+		if n.Status == workflows.NodeSuccess && (n.Type == graph.KindModel || mediakind.Is(n.Type)) {
 			c := money.Micros(n.CostMicros)
 			node.CostUSD = &c
 		}

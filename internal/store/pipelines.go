@@ -26,6 +26,8 @@ type PipelineVersion struct {
 	Version    int
 	Graph      json.RawMessage
 	CreatedAt  time.Time
+	// Note is what the publisher said of the version ("" when nothing).
+	Note string
 }
 
 const pipelineCols = `id, account_id, name, draft, serving_version, created_at, updated_at`
@@ -68,9 +70,10 @@ func (s *Store) SaveDraft(ctx context.Context, id, name string, draft json.RawMe
 		WHERE id = $1 RETURNING `+pipelineCols, id, draft, name))
 }
 
-// Publish snapshots graph as the next version and makes it serve, in one
-// transaction; concurrent publishes get consecutive versions.
-func (s *Store) Publish(ctx context.Context, id string, graph json.RawMessage) (PipelineVersion, error) {
+// Publish snapshots graph as the next version, with its note, and makes
+// it serve, in one transaction; concurrent publishes get consecutive
+// versions.
+func (s *Store) Publish(ctx context.Context, id string, graph json.RawMessage, note string) (PipelineVersion, error) {
 	var v PipelineVersion
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var one int
@@ -81,9 +84,9 @@ func (s *Store) Publish(ctx context.Context, id string, graph json.RawMessage) (
 			return err
 		}
 		err := tx.QueryRow(ctx, `
-			INSERT INTO pipeline_versions (pipeline_id, version, graph)
-			SELECT $1, coalesce(max(version), 0) + 1, $2 FROM pipeline_versions WHERE pipeline_id = $1
-			RETURNING pipeline_id, version, graph, created_at`, id, graph).Scan(&v.PipelineID, &v.Version, &v.Graph, &v.CreatedAt)
+			INSERT INTO pipeline_versions (pipeline_id, version, graph, note)
+			SELECT $1, coalesce(max(version), 0) + 1, $2, $3 FROM pipeline_versions WHERE pipeline_id = $1
+			RETURNING pipeline_id, version, graph, created_at, note`, id, graph, note).Scan(&v.PipelineID, &v.Version, &v.Graph, &v.CreatedAt, &v.Note)
 		if err != nil {
 			return err
 		}
@@ -112,16 +115,16 @@ func (s *Store) Rollback(ctx context.Context, id string, version int) error {
 func (s *Store) Versions(ctx context.Context, id string) ([]PipelineVersion, error) {
 	return queryList(ctx, s, func(r pgx.Row) (PipelineVersion, error) {
 		var v PipelineVersion
-		err := r.Scan(&v.PipelineID, &v.Version, &v.CreatedAt)
+		err := r.Scan(&v.PipelineID, &v.Version, &v.CreatedAt, &v.Note)
 		return v, err
-	}, `SELECT pipeline_id, version, created_at FROM pipeline_versions WHERE pipeline_id = $1 ORDER BY version DESC`, id)
+	}, `SELECT pipeline_id, version, created_at, note FROM pipeline_versions WHERE pipeline_id = $1 ORDER BY version DESC`, id)
 }
 
 // Version reads one published snapshot.
 func (s *Store) Version(ctx context.Context, id string, version int) (PipelineVersion, error) {
 	var v PipelineVersion
-	err := s.pool.QueryRow(ctx, `SELECT pipeline_id, version, graph, created_at FROM pipeline_versions WHERE pipeline_id = $1 AND version = $2`, id, version).
-		Scan(&v.PipelineID, &v.Version, &v.Graph, &v.CreatedAt)
+	err := s.pool.QueryRow(ctx, `SELECT pipeline_id, version, graph, created_at, note FROM pipeline_versions WHERE pipeline_id = $1 AND version = $2`, id, version).
+		Scan(&v.PipelineID, &v.Version, &v.Graph, &v.CreatedAt, &v.Note)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, ErrNotFound
 	}

@@ -101,7 +101,7 @@ func (t *toolset) publishPipeline(ctx context.Context, c *Call, in PipelineRef) 
 	if err != nil {
 		return pipelines.Pipeline{}, err
 	}
-	if p, err = t.Pipelines.Publish(ctx, p); err != nil {
+	if p, err = t.Pipelines.Publish(ctx, p, ""); err != nil {
 		return pipelines.Pipeline{}, err
 	}
 	return t.Pipelines.Detail(ctx, p)

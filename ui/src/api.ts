@@ -87,7 +87,7 @@ export function when(iso: string | undefined | null): string {
 export type Problem = { node?: string; field?: string; message: string };
 export type Validation = { valid: boolean; problems: Problem[] };
 export type Contract = { inputs: { key: string; required: boolean; description?: string }[]; outputs: string[] };
-export type VersionInfo = { version: number; createdAt: string; serving: boolean; graph?: Graph; contract?: Contract };
+export type VersionInfo = { version: number; createdAt: string; serving: boolean; graph?: Graph; contract?: Contract; note?: string };
 export type Pipeline = {
   id: string;
   name: string;

@@ -2,12 +2,16 @@ import { useEffect, useState } from "react";
 import type { Edge } from "@xyflow/react";
 import type { GraphNode, Problem } from "../api";
 import { kindOf, type FieldSpec } from "./graph";
+import { AspectPicker, MediaModelPicker, RulesField, SecondsPicker, TemplateField, TextModelPicker, VoicePicker } from "./fields";
 
 type Props = {
   node: GraphNode;
   problems: Problem[];
   edges: Edge[];
   others: string[];
+  // nodeIds are every other node's id (what a template or a node field may
+  // name).
+  nodeIds: string[];
   onChange: (n: GraphNode) => void;
   onRename: (from: string, to: string) => string | null;
   onConnect: (from: string, to: string) => void;
@@ -17,7 +21,7 @@ type Props = {
 
 // NodePanel edits the selected node's fields and its connections; it is
 // the keyboard way to do everything the canvas does with a mouse.
-export function NodePanel({ node, problems, edges, others, onChange, onRename, onConnect, onDisconnect, onDelete }: Props) {
+export function NodePanel({ node, problems, edges, others, nodeIds, onChange, onRename, onConnect, onDisconnect, onDelete }: Props) {
   const k = kindOf(node.type);
   const [id, setId] = useState(node.id);
   const [renameError, setRenameError] = useState<string | null>(null);
@@ -30,8 +34,10 @@ export function NodePanel({ node, problems, edges, others, onChange, onRename, o
   const set = (f: string, v: unknown) => onChange({ ...node, [f]: v });
   const outgoing = edges.filter((e) => e.source === node.id);
   const incoming = edges.filter((e) => e.target === node.id);
+  const upstream = incoming.map((e) => e.source);
+  const ctx: FieldContext = { node, upstream, nodeIds, use: (from: string) => onConnect(from, node.id) };
   const fields: FieldSpec[] =
-    k?.fields ??
+    k?.fields.filter((f) => !f.showIf || f.showIf(node)) ??
     Object.keys(node)
       .filter((f) => f !== "id" && f !== "type")
       .map((f) => ({ name: f, label: f, kind: typeof node[f] === "number" ? "number" : typeof node[f] === "string" ? "text" : "json" }));
@@ -66,7 +72,7 @@ export function NodePanel({ node, problems, edges, others, onChange, onRename, o
           </p>
         ))}
       {fields.map((f) => (
-        <Field key={`${node.id}.${f.name}`} spec={f} value={node[f.name]} problems={fieldProblems(f.name)} onChange={(v) => set(f.name, v)} />
+        <Field key={`${node.id}.${f.name}`} spec={f} ctx={ctx} value={node[f.name]} problems={fieldProblems(f.name)} onChange={(v) => set(f.name, v)} />
       ))}
       <h3>Connections</h3>
       <ul className="plain">
@@ -120,7 +126,9 @@ export function NodePanel({ node, problems, edges, others, onChange, onRename, o
   );
 }
 
-function Field({ spec, value, problems, onChange }: { spec: FieldSpec; value: any; problems: Problem[]; onChange: (v: unknown) => void }) {
+type FieldContext = { node: GraphNode; upstream: string[]; nodeIds: string[]; use: (from: string) => void };
+
+function Field({ spec, ctx, value, problems, onChange }: { spec: FieldSpec; ctx: FieldContext; value: any; problems: Problem[]; onChange: (v: unknown) => void }) {
   const id = `field-${spec.name}`;
   const help = spec.help ? `${id}-help` : undefined;
   const err = problems.length ? `${id}-err` : undefined;
@@ -140,6 +148,46 @@ function Field({ spec, value, problems, onChange }: { spec: FieldSpec; value: an
       );
     case "textarea":
       input = <textarea {...common} rows={3} value={value ?? ""} onChange={(e) => onChange(e.target.value)} />;
+      break;
+    case "template":
+      input = <TemplateField common={common} value={value} upstream={ctx.upstream} others={ctx.nodeIds} onChange={onChange} onUse={ctx.use} />;
+      break;
+    case "node":
+      input = (
+        <select {...common} value={value ?? ""} onChange={(e) => onChange(e.target.value)}>
+          <option value="">choose a node</option>
+          {value && !ctx.nodeIds.includes(value) && <option value={value}>{value} (no such node)</option>}
+          {ctx.nodeIds.map((o) => (
+            <option key={o} value={o}>
+              {o}
+              {ctx.upstream.includes(o) ? " (upstream)" : ""}
+            </option>
+          ))}
+        </select>
+      );
+      break;
+    case "rules":
+      return (
+        <fieldset className="field">
+          <legend>{spec.label}</legend>
+          <RulesField common={common} value={value} onChange={onChange} />
+          <Notes help={help} text={spec.help} err={err} problems={problems} />
+        </fieldset>
+      );
+    case "textModel":
+      input = <TextModelPicker common={common} value={value} onChange={onChange} />;
+      break;
+    case "mediaModel":
+      input = <MediaModelPicker common={common} node={ctx.node} onChange={onChange} />;
+      break;
+    case "voice":
+      input = <VoicePicker common={common} node={ctx.node} onChange={onChange} />;
+      break;
+    case "seconds":
+      input = <SecondsPicker common={common} node={ctx.node} onChange={onChange} />;
+      break;
+    case "aspectRatio":
+      input = <AspectPicker common={common} value={value} onChange={onChange} />;
       break;
     case "number":
       input = (

@@ -15,7 +15,8 @@ import { ApiError, get, post, put, type Graph, type GraphNode, type Pipeline, ty
 import { ErrorNote, Live, Page, useLoad } from "../ui";
 import { PipelineNode } from "../editor/PipelineNode";
 import { NodePanel } from "../editor/NodePanel";
-import { fillOnConnect, flowEdge, fromFlow, kinds, newNode, placeNew, toFlow, type FlowNode } from "../editor/graph";
+import { fillOnConnect, flowEdge, fromFlow, kinds, layoutFlow, newNode, placeNew, toFlow, type FlowNode } from "../editor/graph";
+import "../editor/editor.css";
 import { Versions } from "./Versions";
 import { TryIt } from "./TryIt";
 import { Snippets } from "./Snippets";
@@ -89,13 +90,13 @@ export function Editor({ id }: { id: string }) {
 function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void }) {
   const initial = useMemo(() => {
     const g: Graph = (pipeline.draft as Graph) ?? { nodes: [], edges: [] };
-    let saved = {};
+    let saved: Record<string, { x: number; y: number }> = {};
     try {
       saved = JSON.parse(localStorage.getItem(layoutKey(pipeline.id)) || "{}");
     } catch {
       saved = {};
     }
-    return toFlow({ nodes: g.nodes ?? [], edges: g.edges ?? [] }, saved);
+    return { ...toFlow({ nodes: g.nodes ?? [], edges: g.edges ?? [] }, saved), placed: Object.keys(saved).length > 0 };
     // Only the first load: later reloads keep the canvas as it is.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [pipeline.id]);
@@ -108,12 +109,36 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [notice, setNotice] = useState("");
+  const [note, setNote] = useState("");
   const flow = useReactFlow();
   const [refit, setRefit] = useState(0);
+  // Until someone places a node by hand, the layout keeps the whole graph
+  // tidy as nodes are added; after that a new node takes a free place and
+  // "Tidy layout" lays everything out again on demand. (A new edge moves
+  // nothing: the node being dragged to stays where the pointer is.)
+  const [placedByHand, setPlacedByHand] = useState(initial.placed);
+  const [relayout, setRelayout] = useState(0);
+  useEffect(() => {
+    if (!relayout) return;
+    setNodes((ns) => {
+      const pos = layoutFlow(ns, edges);
+      return ns.map((n) => (pos[n.id] ? { ...n, position: pos[n.id] } : n));
+    });
+    setRefit((r) => r + 1);
+    // Only on request: edges are read as they are at that moment.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [relayout]);
   // A new node may land outside the view: show the whole graph again.
   useEffect(() => {
     if (refit) window.requestAnimationFrame(() => flow.fitView({ maxZoom: 1, padding: 0.15 }));
   }, [refit, flow]);
+  // A window resized (the layout changes below 1100 px) shows the whole
+  // graph again.
+  useEffect(() => {
+    const f = () => setRefit((r) => r + 1);
+    window.addEventListener("resize", f);
+    return () => window.removeEventListener("resize", f);
+  }, []);
 
   // Problems show on their nodes.
   useEffect(() => {
@@ -143,10 +168,14 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
       type,
       nodes.map((x) => x.data.node),
     );
-    setNodes((ns) => [
-      ...ns.map((x) => (x.selected ? { ...x, selected: false } : x)),
-      { id: n.id, type: "pipeline", position: placeNew(type, ns), data: { node: n, problems: [] }, selected: true },
-    ]);
+    setNodes((ns) => {
+      const fresh: FlowNode = { id: n.id, type: "pipeline", position: { x: 0, y: 0 }, data: { node: n, problems: [] }, selected: true };
+      fresh.position = placedByHand ? placeNew(n.id, ns, edges, fresh) : layoutFlow([...ns, fresh], edges)[n.id];
+      const all = [...ns.map((x) => (x.selected ? { ...x, selected: false } : x)), fresh];
+      if (placedByHand) return all;
+      const pos = layoutFlow(all, edges);
+      return all.map((x) => ({ ...x, position: pos[x.id] ?? x.position }));
+    });
     setSelected(n.id);
     touch();
     setRefit((r) => r + 1);
@@ -221,8 +250,12 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
     if (!(await save())) return;
     setBusy(true);
     try {
-      const res = await post<{ version?: number; servingVersion?: number }>(`/api/pipelines/${encodeURIComponent(pipeline.id)}/publish`);
+      const res = await post<{ version?: number; servingVersion?: number }>(
+        `/api/pipelines/${encodeURIComponent(pipeline.id)}/publish`,
+        note.trim() ? { note: note.trim() } : {},
+      );
       setNotice(`Published version ${res.servingVersion ?? res.version ?? ""}.`);
+      setNote("");
       onSaved();
     } catch (e) {
       if (e instanceof ApiError && Array.isArray(e.body?.problems)) setProblems(e.body.problems);
@@ -249,7 +282,22 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
             </li>
           ))}
         </ul>
+        <label className="small">
+          Version note (optional)
+          <input name="versionNote" value={note} maxLength={500} onChange={(e) => setNote(e.target.value)} placeholder="what this version changes" />
+        </label>
         <div className="toolbar">
+          <button
+            type="button"
+            onClick={() => {
+              setPlacedByHand(false);
+              setRelayout((r) => r + 1);
+              setDirty(true);
+              setNotice("Laid out the graph.");
+            }}
+          >
+            Tidy layout
+          </button>
           <button type="button" onClick={save} disabled={busy}>
             Save draft
           </button>
@@ -277,6 +325,7 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
           nodeTypes={nodeTypes}
           onNodesChange={(c) => {
             onNodesChange(c);
+            if (c.some((x) => x.type === "position" && x.dragging === false)) setPlacedByHand(true);
             if (c.some((x) => x.type === "position" && x.dragging === false) || c.some((x) => x.type === "remove")) setDirty(true);
           }}
           onEdgesChange={(c) => {
@@ -305,6 +354,7 @@ function Canvas({ pipeline, onSaved }: { pipeline: Pipeline; onSaved: () => void
             problems={sel.data.problems}
             edges={edges}
             others={nodes.filter((n) => n.id !== sel.id && n.data.node.type !== "input").map((n) => n.id)}
+            nodeIds={nodes.filter((n) => n.id !== sel.id && n.data.node.type !== "output").map((n) => n.id)}
             onChange={update}
             onRename={rename}
             onConnect={connect}

@@ -1,7 +1,9 @@
 import { useState } from "react";
 import { usd, when } from "../api";
-import { DataTable, Pager, SelectFilter, usePagedList } from "../list";
+import { Pager, SelectFilter, usePagedList } from "../list";
 import { ErrorNote, Page } from "../ui";
+import { MediaView, mediaKindOf } from "../editor/media";
+import "../editor/editor.css";
 
 type Item = {
   id: string;
@@ -10,49 +12,83 @@ type Item = {
   sizeBytes: number;
   durationSeconds?: number;
   url: string;
-  origin: { type: string; runId?: string; operation?: string };
+  origin: { type: string; runId?: string; pipelineId?: string; nodeId?: string; operation?: string; jobId?: string; url?: string };
   priceUsd: number;
   createdAt: string;
 };
 
+const origins = ["generated", "imported", "assembled", "edited"];
+
 // Media is what the account owns: its library of generated, imported,
-// assembled and edited files (docs/media.md), each with what it cost.
+// assembled and edited files (docs/media.md), each playable where it is
+// listed, with what it cost and the run or job that made it.
 export function Media() {
   const [kind, setKind] = useState("");
+  const [origin, setOrigin] = useState("");
   const list = usePagedList<{ items: Item[] }>("/api/media", { kind });
+  // The API filters by kind; the origin filter narrows the page shown.
+  const items = list.data?.items.filter((i) => !origin || i.origin?.type === origin);
   return (
     <Page title="Media and purchases">
-      <p>Files your runs made or you imported, with what each was charged. They are yours to download.</p>
-      <SelectFilter
-        label="Kind"
-        name="kind"
-        value={kind}
-        onChange={setKind}
-        anyLabel="all kinds"
-        options={["video", "audio", "image"].map((k) => ({ value: k, label: k }))}
-      />
+      <p>Files your runs made or you imported, with what each was charged. They are yours to play and download.</p>
+      <div className="filters">
+        <SelectFilter
+          label="Kind"
+          name="kind"
+          value={kind}
+          onChange={setKind}
+          anyLabel="all kinds"
+          options={["video", "audio", "image"].map((k) => ({ value: k, label: k }))}
+        />
+        <SelectFilter label="Origin" name="origin" value={origin} onChange={setOrigin} anyLabel="any origin" options={origins.map((o) => ({ value: o, label: o }))} />
+      </div>
       <ErrorNote error={list.error} />
-      <DataTable
-        caption="Media library, newest first"
-        rows={list.data?.items}
-        rowKey={(i) => i.id}
-        empty="Nothing yet."
-        columns={[
-          { header: "Item", className: () => "mono", cell: (i) => <a href={i.url}>{i.id}</a> },
-          {
-            header: "Kind",
-            cell: (i) => (
-              <>
-                {i.kind} <span className="muted">({i.contentType})</span>
-              </>
-            ),
-          },
-          { header: "Origin", cell: (i) => `${i.origin?.type ?? ""}${i.origin?.runId ? ` by run ${i.origin.runId}` : ""}` },
-          { header: "Size", num: true, cell: (i) => `${(i.sizeBytes / 1024).toFixed(0)} KiB` },
-          { header: "Price (USD)", num: true, cell: (i) => usd(i.priceUsd) },
-          { header: "Created", cell: (i) => when(i.createdAt) },
-        ]}
-      />
+      {items && items.length === 0 && <p>{list.data?.items.length ? "Nothing of that origin on this page." : "Nothing yet."}</p>}
+      <ul className="media-grid" aria-label="Media library, newest first">
+        {items?.map((i) => {
+          const k = mediaKindOf(i.url, i.contentType);
+          return (
+            <li key={i.id} data-item={i.id} data-kind={i.kind}>
+              <h3 className="mono">{i.id}</h3>
+              {k ? (
+                <MediaView
+                  url={i.url}
+                  kind={k}
+                  label={`${i.kind} ${i.id}`}
+                  runId={i.origin?.runId}
+                  jobUrl={i.origin?.jobId ? `/api/media/jobs/${encodeURIComponent(i.origin.jobId)}` : undefined}
+                />
+              ) : (
+                <a href={i.url}>Open the file</a>
+              )}
+              <dl>
+                <dt>Kind</dt>
+                <dd>
+                  {i.kind} <span className="muted">({i.contentType})</span>
+                </dd>
+                <dt>Origin</dt>
+                <dd>
+                  {i.origin?.type}
+                  {i.origin?.operation ? ` (${i.origin.operation})` : ""}
+                  {i.origin?.nodeId ? ` by node ${i.origin.nodeId}` : ""}
+                </dd>
+                {i.durationSeconds !== undefined && (
+                  <>
+                    <dt>Length</dt>
+                    <dd>{i.durationSeconds.toFixed(1)} s</dd>
+                  </>
+                )}
+                <dt>Size</dt>
+                <dd>{(i.sizeBytes / 1024).toFixed(0)} KiB</dd>
+                <dt>Price</dt>
+                <dd>{usd(i.priceUsd)} USD</dd>
+                <dt>Created</dt>
+                <dd>{when(i.createdAt)}</dd>
+              </dl>
+            </li>
+          );
+        })}
+      </ul>
       <Pager list={list} />
     </Page>
   );

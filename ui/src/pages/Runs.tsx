@@ -2,8 +2,8 @@ import { useEffect, useState } from "react";
 import { get, usd, when, type Pipeline, type Run } from "../api";
 import { DataTable, FilterForm, Pager, SelectFilter, usePagedList } from "../list";
 import { Link } from "../router";
-import { ErrorNote, Live, Page, Status, useLoad } from "../ui";
-import { Trace } from "./Trace";
+import { ErrorNote, Live, Page, useLoad } from "../ui";
+import { RunStatus, Trace } from "./Trace";
 import { usePoll } from "./TryIt";
 
 const statuses = ["running", "success", "error", "partial"].map((s) => ({ value: s, label: s }));
@@ -45,7 +45,7 @@ export function RunList() {
           { header: "Run", className: () => "mono", cell: (r) => <Link to={`/runs/${encodeURIComponent(r.runId)}`}>{r.runId}</Link> },
           { header: "Pipeline", cell: (r) => name(r.pipelineId) },
           { header: "Version", cell: (r) => `v${r.version}` },
-          { header: "Status", cell: (r) => <Status status={r.status} /> },
+          { header: "Status", cell: (r) => <RunStatus status={r.status} /> },
           { header: "Started", cell: (r) => when(r.startedAt) },
           { header: "Duration", num: true, cell: (r) => (r.durationMs !== undefined ? `${r.durationMs} ms` : "–") },
           { header: "Cost (USD)", num: true, cell: (r) => (r.usage ? usd(r.usage.costUsd) : "–") },

@@ -59,6 +59,7 @@ export function Versions({ pipeline, onChanged }: { pipeline: Pipeline; onChange
             <tr>
               <th scope="col">Version</th>
               <th scope="col">Published</th>
+              <th scope="col">Note</th>
               <th scope="col">Serving</th>
               <th scope="col">Action</th>
             </tr>
@@ -68,6 +69,7 @@ export function Versions({ pipeline, onChanged }: { pipeline: Pipeline; onChange
               <tr key={v.version} data-version={v.version}>
                 <td>v{v.version}</td>
                 <td>{when(v.createdAt)}</td>
+                <td data-testid={`note-v${v.version}`}>{v.note ?? ""}</td>
                 <td>{v.serving ? <strong>serving</strong> : ""}</td>
                 <td>
                   {!v.serving && (
