@@ -32,6 +32,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/tools"
 	"conduit/internal/topup"
+	"conduit/internal/zkverify"
 )
 
 // Deps are what the handlers need.
@@ -68,6 +69,8 @@ type Deps struct {
 	// resources (enclaves, tasks, API keys, pipelines): the media
 	// library's bytes plug in here (a quota.Source).
 	Usage []quota.Source
+	// ZKVerify is the zkVerify relay (nil: its routes answer 503).
+	ZKVerify *zkverify.Service
 }
 
 // ChatPath is the chat-completions route.
@@ -253,6 +256,7 @@ func New(d Deps) *Server {
 	s.mountAdmin(edge)
 	s.mountTasks(api, requireScope(apikey.TasksRead), requireScope(apikey.TasksWrite))
 	s.mountRedaction(r, api)
+	s.mountZKVerify(api)
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

@@ -25,6 +25,10 @@ const (
 	APIKeys    Resource = "apiKeys"
 	Pipelines  Resource = "pipelines"
 	MediaBytes Resource = "mediaBytes"
+	// ZKKeys are verification keys an account registered first; ZKJobs
+	// its proof jobs still open (docs/proofs.md).
+	ZKKeys Resource = "zkKeys"
+	ZKJobs Resource = "zkJobs"
 )
 
 // Code is the machine-readable code of a quota refusal.
@@ -61,6 +65,8 @@ var what = map[Resource]string{
 	APIKeys:    "API keys",
 	Pipelines:  "pipelines",
 	MediaBytes: "bytes of media",
+	ZKKeys:     "registered verification keys",
+	ZKJobs:     "proof jobs still open",
 }
 
 // free says how the owner frees a slot.
@@ -70,6 +76,8 @@ var free = map[Resource]string{
 	APIKeys:    "delete one you no longer use",
 	Pipelines:  "reuse an existing pipeline",
 	MediaBytes: "delete media you no longer need",
+	ZKKeys:     "reuse a registered key by its vkHash",
+	ZKJobs:     "wait for open jobs to finish",
 }
 
 // Exceeded is the refusal of a create that would pass the limit: 429
