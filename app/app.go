@@ -196,7 +196,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
 		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Mail: &activities.Mail{Store: p.Store, Sender: mailSender(p.Config)}, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
-		LibraryConcurrency: p.Config.Media.Library.Concurrency, ZKVerify: p.Proofs.activities(p), ZKEnqueue: p.ZKEnqueue})
+		LibraryConcurrency: p.Config.Media.Library.Concurrency, ZKVerify: p.Proofs.activities(p), ZKEnqueue: p.ZKEnqueue, KYC: p.Proofs.kycActivities(p)})
 	return w, w.Start()
 }
 
@@ -205,7 +205,7 @@ func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
 		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction(),
-		ZKVerify: p.Proofs.ZKVerify}
+		ZKVerify: p.Proofs.ZKVerify, KYC: p.Proofs.KYC}
 }
 
 // usageSources are the sources of GET /api/account/usage beside the

@@ -9,6 +9,7 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 
 	"conduit/activities"
+	"conduit/internal/kyc"
 	"conduit/internal/x402/evmchain"
 	"conduit/internal/zkverify"
 	"conduit/internal/zkverify/registry"
@@ -25,6 +26,7 @@ type Proofs struct {
 	Registry *registry.Registry
 	Relayer  *relayer.Client
 	ZKVerify *zkverify.Service
+	KYC      *kyc.Service
 	// own is the chain the proofs started (nil: x402's local chain).
 	own *evmchain.Chain
 }
@@ -55,6 +57,7 @@ func (p *Platform) openProofs(ctx context.Context) (*Proofs, error) {
 		pr.Relayer = relayer.New(c.RelayerURL, c.RelayerAPIKey)
 	}
 	pr.ZKVerify = &zkverify.Service{Store: p.Store, Temporal: p.Temporal, Config: c, Relayer: pr.Relayer}
+	pr.KYC = &kyc.Service{Store: p.Store, Temporal: p.Temporal, Registry: reg, BaseURL: p.Config.BaseURL(), Limit: c.KYCMaxProofs}
 	return pr, nil
 }
 
@@ -72,6 +75,11 @@ func proofsKey(hexKey string) (*ecdsa.PrivateKey, error) {
 // activities are the proof jobs' steps.
 func (pr *Proofs) activities(p *Platform) *activities.ZKVerify {
 	return &activities.ZKVerify{Store: p.Store, Registry: pr.Registry, Relayer: pr.Relayer}
+}
+
+// kycActivities are the KYC proofs' steps.
+func (pr *Proofs) kycActivities(p *Platform) *activities.KYC {
+	return &activities.KYC{Store: p.Store, Registry: pr.Registry}
 }
 
 func (pr *Proofs) close() {

@@ -21,6 +21,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/errs"
 	"conduit/internal/humans"
+	"conduit/internal/kyc"
 	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/oauth"
@@ -71,6 +72,8 @@ type Deps struct {
 	Usage []quota.Source
 	// ZKVerify is the zkVerify relay (nil: its routes answer 503).
 	ZKVerify *zkverify.Service
+	// KYC is KYC proofs (nil: their routes answer 503).
+	KYC *kyc.Service
 }
 
 // ChatPath is the chat-completions route.
@@ -257,6 +260,7 @@ func New(d Deps) *Server {
 	s.mountTasks(api, requireScope(apikey.TasksRead), requireScope(apikey.TasksWrite))
 	s.mountRedaction(r, api)
 	s.mountZKVerify(api)
+	s.mountKYC(edge, api)
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

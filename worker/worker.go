@@ -57,6 +57,8 @@ type Deps struct {
 	// ZKEnqueue implements workflows.ActivityZKEnqueue on the proof
 	// jobs' queue (nil: not registered here).
 	ZKEnqueue any
+	// KYC runs KYC proofs (nil in tests that only list names).
+	KYC *activities.KYC
 }
 
 // Queue is what one task queue's worker runs, by registered name.
@@ -163,18 +165,24 @@ func Registry(d Deps) []Queue {
 	return queues
 }
 
-// zkQueue is the proof jobs' queue (docs/proofs.md).
+// zkQueue is the proof jobs' and KYC proofs' queue (docs/proofs.md).
 func zkQueue(d Deps) Queue {
 	z := d.ZKVerify
 	if z == nil {
 		z = &activities.ZKVerify{}
 	}
+	k := d.KYC
+	if k == nil {
+		k = &activities.KYC{}
+	}
 	q := Queue{Queue: workflows.ZKQueue,
-		Workflows: map[string]any{workflows.ZKJobWorkflowName: workflows.ZKProofJob},
+		Workflows: map[string]any{workflows.ZKJobWorkflowName: workflows.ZKProofJob, workflows.WfKYCProof: workflows.KYCProof},
 		Activities: map[string]any{
 			workflows.ActZKOpenJob: z.OpenZKJob, workflows.ActZKVerifyGroth16: z.VerifyGroth16, workflows.ActZKSubmitRecord: z.SubmitRecord,
 			workflows.ActZKAwaitInclusion: z.AwaitInclusion, workflows.ActZKConfirmFinal: z.ConfirmFinal, workflows.ActZKCloseJob: z.CloseZKJob,
 			workflows.ActZKRelaySubmit: z.RelaySubmit, workflows.ActZKRelayStatus: z.RelayStatus,
+			workflows.ActKYCOpen: k.OpenKYCProof, workflows.ActKYCRecord: k.RecordKYCProof, workflows.ActKYCConfirm: k.ConfirmKYCProof,
+			workflows.ActKYCExpire: k.ExpireKYCProof,
 		}}
 	if d.ZKEnqueue != nil {
 		q.Activities[workflows.ActivityZKEnqueue] = d.ZKEnqueue

@@ -29,6 +29,8 @@ const (
 	// its proof jobs still open (docs/proofs.md).
 	ZKKeys Resource = "zkKeys"
 	ZKJobs Resource = "zkJobs"
+	// KYCProofs are an account's KYC proofs not yet expired.
+	KYCProofs Resource = "kycProofs"
 )
 
 // Code is the machine-readable code of a quota refusal.
@@ -67,6 +69,7 @@ var what = map[Resource]string{
 	MediaBytes: "bytes of media",
 	ZKKeys:     "registered verification keys",
 	ZKJobs:     "proof jobs still open",
+	KYCProofs:  "KYC proofs not yet expired",
 }
 
 // free says how the owner frees a slot.
@@ -78,6 +81,7 @@ var free = map[Resource]string{
 	MediaBytes: "delete media you no longer need",
 	ZKKeys:     "reuse a registered key by its vkHash",
 	ZKJobs:     "wait for open jobs to finish",
+	KYCProofs:  "wait for older proofs to expire",
 }
 
 // Exceeded is the refusal of a create that would pass the limit: 429
