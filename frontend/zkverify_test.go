@@ -483,3 +483,33 @@ func TestZKVerifyAggregationWaitIsBounded(t *testing.T) {
 		t.Fatalf("job %+v", j)
 	}
 }
+
+// An account's open jobs are bounded: past the bound a submission is a
+// 429 naming the quota, and nothing is started.
+func TestZKVerifyOpenJobsAreBounded(t *testing.T) {
+	withFakeAggregation(t)
+	svc := env.Platform.Proofs.ZKVerify
+	saved := svc.Config
+	svc.Config.MaxOpenJobs, svc.Config.AggregationWait = 1, 3*time.Second
+	t.Cleanup(func() { svc.Config = saved })
+	acct, key := env.NewAccount(t, apikey.ProofsWrite, apikey.ProofsRead)
+	body := map[string]any{"proof": fixture(t, "proof.json"), "publicSignals": fixture(t, "public.json"), "vk": fixture(t, "vk.json")}
+	first := submit(t, key, body)
+	awaitStatus(t, key, first.JobID, workflows.ZKAggregationPending)
+	r := env.Do(t, "POST", "/api/zkverify/submit-proof", body, "Authorization", "Bearer "+key)
+	if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "QUOTA_EXCEEDED") {
+		t.Fatalf("past the bound: %d %s", r.Status, r.Body)
+	}
+	if n, err := env.Platform.Store.Count(context.Background(), acct, quota.ZKJobs); err != nil || n != 1 {
+		t.Fatalf("open jobs %d %v", n, err)
+	}
+	// Once the first ends (its aggregation never publishes), a slot is free.
+	awaitStatus(t, key, first.JobID, workflows.ZKFailed)
+	apptest.Eventually(t, 20*time.Second, "the slot freed", func() error {
+		if n, _ := env.Platform.Store.Count(context.Background(), acct, quota.ZKJobs); n != 0 {
+			return fmt.Errorf("%d open", n)
+		}
+		return nil
+	})
+	submit(t, key, body)
+}

@@ -119,6 +119,17 @@ func (s *Service) RegisterVK(ctx context.Context, account string, in RegisterVK)
 		if s.Relayer == nil {
 			return Registered{}, RelayerMissing(pt)
 		}
+		// A full account is refused before the relayer is called; the
+		// row's write checks again in its transaction.
+		if lim := s.Config.MaxKeys; lim > 0 {
+			n, err := s.Store.Count(ctx, account, quota.ZKKeys)
+			if err != nil {
+				return Registered{}, err
+			}
+			if n >= lim {
+				return Registered{}, quota.Exceeded(quota.ZKKeys, n, lim)
+			}
+		}
 		r, err := s.Relayer.RegisterVK(ctx, relayer.RegisterVK{ProofType: pt, ProofOptions: in.ProofOptions, VK: in.VK})
 		if err != nil {
 			return Registered{}, relayerError(err)
