@@ -61,6 +61,11 @@ type Platform struct {
 	Enclaves *Enclaves
 	// Checkout sells credit packs by card (nil provider: off).
 	Checkout *checkout.Service
+	// Proofs are the zkVerify relay and KYC proofs (app/proofs.go).
+	Proofs *Proofs
+	// ZKEnqueue implements workflows.ActivityZKEnqueue (a proof job
+	// joining its domain's aggregation); nil leaves it unregistered.
+	ZKEnqueue any
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -106,6 +111,12 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 		st.Close()
 		return nil, err
 	}
+	if p.Proofs, err = p.openProofs(ctx); err != nil {
+		tc.Close()
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
 	if err := cfg.OAuth.Ready(); err != nil {
 		log.Info("OAuth is off: assistants connect with API keys only", "reason", err)
 	} else if p.OAuth, err = NewOAuth(cfg, st); err != nil {
@@ -126,6 +137,7 @@ func NewOAuth(cfg *config.Config, st *store.Store) (*oauth.Provider, error) {
 
 // Close releases the connections.
 func (p *Platform) Close() {
+	p.Proofs.close()
 	p.Temporal.Close()
 	p.Payments.Close()
 	p.Store.Close()
@@ -184,7 +196,7 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
 		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Mail: &activities.Mail{Store: p.Store, Sender: mailSender(p.Config)}, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
-		LibraryConcurrency: p.Config.Media.Library.Concurrency})
+		LibraryConcurrency: p.Config.Media.Library.Concurrency, ZKVerify: p.Proofs.activities(p), ZKEnqueue: p.ZKEnqueue, KYC: p.Proofs.kycActivities(p)})
 	return w, w.Start()
 }
 
@@ -192,7 +204,8 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
-		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction()}
+		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction(),
+		ZKVerify: p.Proofs.ZKVerify, KYC: p.Proofs.KYC}
 }
 
 // usageSources are the sources of GET /api/account/usage beside the

@@ -21,6 +21,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/errs"
 	"conduit/internal/humans"
+	"conduit/internal/kyc"
 	"conduit/internal/library"
 	"conduit/internal/models"
 	"conduit/internal/oauth"
@@ -32,6 +33,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/tools"
 	"conduit/internal/topup"
+	"conduit/internal/zkverify"
 )
 
 // Deps are what the handlers need.
@@ -68,6 +70,10 @@ type Deps struct {
 	// resources (enclaves, tasks, API keys, pipelines): the media
 	// library's bytes plug in here (a quota.Source).
 	Usage []quota.Source
+	// ZKVerify is the zkVerify relay (nil: its routes answer 503).
+	ZKVerify *zkverify.Service
+	// KYC is KYC proofs (nil: their routes answer 503).
+	KYC *kyc.Service
 }
 
 // ChatPath is the chat-completions route.
@@ -260,6 +266,8 @@ func New(d Deps) *Server {
 	s.mountAdmin(edge)
 	s.mountTasks(api, requireScope(apikey.TasksRead), requireScope(apikey.TasksWrite))
 	s.mountRedaction(r, api)
+	s.mountZKVerify(api)
+	s.mountKYC(edge, api)
 
 	// The tool server and its mirror: each tool checks its own scope
 	// (docs/mcp.md), so one connection can hold any mix.

@@ -52,6 +52,13 @@ type Deps struct {
 	// LibraryConcurrency bounds the media library's jobs run at once, on
 	// their own queue (media.library.concurrency).
 	LibraryConcurrency int
+	// ZKVerify runs proof jobs (nil in tests that only list names).
+	ZKVerify *activities.ZKVerify
+	// ZKEnqueue implements workflows.ActivityZKEnqueue on the proof
+	// jobs' queue (nil: not registered here).
+	ZKEnqueue any
+	// KYC runs KYC proofs (nil in tests that only list names).
+	KYC *activities.KYC
 }
 
 // Queue is what one task queue's worker runs, by registered name.
@@ -91,6 +98,7 @@ func Registry(d Deps) []Queue {
 			Workflows:  map[string]any{workflows.WfMail: workflows.Mail},
 			Activities: map[string]any{workflows.ActSendMail: mailer.Send}},
 	}
+	queues = append(queues, zkQueue(d))
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on
 		// their queue as well. The render activity itself is CPU-heavy
@@ -155,6 +163,31 @@ func Registry(d Deps) []Queue {
 				workflows.ActTaskHold: m.HoldFiring, workflows.ActTaskSettle: m.SettleFiring}})
 	}
 	return queues
+}
+
+// zkQueue is the proof jobs' and KYC proofs' queue (docs/proofs.md).
+func zkQueue(d Deps) Queue {
+	z := d.ZKVerify
+	if z == nil {
+		z = &activities.ZKVerify{}
+	}
+	k := d.KYC
+	if k == nil {
+		k = &activities.KYC{}
+	}
+	q := Queue{Queue: workflows.ZKQueue,
+		Workflows: map[string]any{workflows.ZKJobWorkflowName: workflows.ZKProofJob, workflows.WfKYCProof: workflows.KYCProof},
+		Activities: map[string]any{
+			workflows.ActZKOpenJob: z.OpenZKJob, workflows.ActZKVerifyGroth16: z.VerifyGroth16, workflows.ActZKSubmitRecord: z.SubmitRecord,
+			workflows.ActZKAwaitInclusion: z.AwaitInclusion, workflows.ActZKConfirmFinal: z.ConfirmFinal, workflows.ActZKCloseJob: z.CloseZKJob,
+			workflows.ActZKRelaySubmit: z.RelaySubmit, workflows.ActZKRelayStatus: z.RelayStatus,
+			workflows.ActKYCOpen: k.OpenKYCProof, workflows.ActKYCRecord: k.RecordKYCProof, workflows.ActKYCConfirm: k.ConfirmKYCProof,
+			workflows.ActKYCExpire: k.ExpireKYCProof,
+		}}
+	if d.ZKEnqueue != nil {
+		q.Activities[workflows.ActivityZKEnqueue] = d.ZKEnqueue
+	}
+	return q
 }
 
 // Workflows is every workflow of the platform by registered name, whatever

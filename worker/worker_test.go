@@ -22,6 +22,7 @@ var pinned = map[string]string{
 	"library-work": "workflows ; activities RunMediaJob",
 	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveBuild, EnclaveCopyLogs, EnclaveDeploy, EnclaveMeter, EnclaveOpen, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveSyncTasks, EnclaveTerminate, EnclaveWatch",
 	"tasks":        "workflows TaskAdmit, TaskRun; activities TaskCall, TaskHold, TaskOpen, TaskRecord, TaskSchedule, TaskSettle, TaskWithdraw",
+	"proofs":       "workflows KYCProof, ZKProofJob; activities KYCConfirmProof, KYCExpireProof, KYCOpenProof, KYCRecordProof, ZKAwaitInclusion, ZKCloseJob, ZKConfirmFinal, ZKOpenJob, ZKRelayStatus, ZKRelaySubmit, ZKSubmitRecord, ZKVerifyGroth16",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {

@@ -30,6 +30,10 @@ var outcomes = map[string][]string{
 	workflows.WfTaskAdmit:    {"none"},
 	workflows.WfPackPurchase: {"success"},
 	workflows.WfMail:         {"success"},
+	// Proof jobs: failed at Valid, verify-only, aggregated (docs/proofs.md).
+	workflows.ZKJobWorkflowName: {"none"},
+	// KYC proofs: failed at verification, expired after confirmation.
+	workflows.WfKYCProof: {"none"},
 	// The system's probes record nothing worth replaying: they have no
 	// branches and no activities but one.
 	workflows.WfPing: nil,

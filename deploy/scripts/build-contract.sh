@@ -10,3 +10,11 @@ trap 'rm -rf "$work"' EXIT
 cp "$work/out/contracts_LocalUSD_sol_LocalUSD.abi" LocalUSD.abi
 cp "$work/out/contracts_LocalUSD_sol_LocalUSD.bin" LocalUSD.bin
 echo "rebuilt LocalUSD.abi and LocalUSD.bin"
+
+# The proof registry of the zkVerify relay and KYC proofs
+# (internal/zkverify/registry/ProofRegistry.{abi,bin}).
+cd ../../zkverify/registry
+"$work/node_modules/.bin/solcjs" --optimize --bin --abi -o "$work/out" contracts/ProofRegistry.sol
+cp "$work/out/contracts_ProofRegistry_sol_ProofRegistry.abi" ProofRegistry.abi
+cp "$work/out/contracts_ProofRegistry_sol_ProofRegistry.bin" ProofRegistry.bin
+echo "rebuilt ProofRegistry.abi and ProofRegistry.bin"

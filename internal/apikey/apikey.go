@@ -101,6 +101,10 @@ const (
 	PIIDelete  = "pii:delete"
 	PIIConsent = "pii:consent"
 	PIIAudit   = "pii:audit"
+	// Proofs (docs/proofs.md): register keys, submit proofs and KYC
+	// proofs; read jobs and a KYC proof's private fields.
+	ProofsWrite = "proofs:write"
+	ProofsRead  = "proofs:read"
 )
 
 var allScopes = []string{
@@ -108,6 +112,7 @@ var allScopes = []string{
 	RedactProxy, RedactRun, RedactLog,
 	PIIIngest, PIIRead, PIIWrite, PIIDelete, PIIConsent, PIIAudit,
 	EnclavesRead, EnclavesWrite, TasksRead, TasksWrite, LogsRead,
+	ProofsWrite, ProofsRead,
 }
 
 // Scope is one scope as a person choosing it reads it.

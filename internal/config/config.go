@@ -46,6 +46,8 @@ type Config struct {
 	Metering Metering `mapstructure:"metering"`
 	// Redaction is the redacting chat proxy and the PII vault.
 	Redaction RedactionProxies `mapstructure:"redaction"`
+	// Proofs is the zkVerify relay and KYC proofs.
+	Proofs Proofs `mapstructure:"proofs"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -484,7 +486,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults, proofsDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}

@@ -24,6 +24,8 @@ var scopeText = map[string]string{
 	"tasks:read":          "read your scheduled tasks",
 	"tasks:write":         "create and manage scheduled tasks",
 	"logs:read":           "read your logs",
+	"proofs:write":        "register verification keys and submit proofs",
+	"proofs:read":         "read your proof jobs and your KYC proofs' private fields",
 }
 
 // ScopeText describes a scope for a human deciding whether to grant it.

@@ -30,6 +30,12 @@ const (
 	// rows stay (the key destroyed) so a read answers 410 Gone.
 	PIISubjects Resource = "piiSubjects"
 	PIITokens   Resource = "piiTokens"
+	// ZKKeys are verification keys an account registered first; ZKJobs
+	// its proof jobs still open (docs/proofs.md).
+	ZKKeys Resource = "zkKeys"
+	ZKJobs Resource = "zkJobs"
+	// KYCProofs are an account's KYC proofs not yet expired.
+	KYCProofs Resource = "kycProofs"
 )
 
 // Code is the machine-readable code of a quota refusal.
@@ -75,6 +81,9 @@ var what = map[Resource]string{
 	MediaBytes:  "bytes of media",
 	PIISubjects: "PII vault subjects (deleted ones included)",
 	PIITokens:   "PII vault tokens (those of deleted subjects included)",
+	ZKKeys:      "registered verification keys",
+	ZKJobs:      "proof jobs still open",
+	KYCProofs:   "KYC proofs not yet expired",
 }
 
 // free says how the owner frees a slot.
@@ -84,6 +93,9 @@ var free = map[Resource]string{
 	APIKeys:    "delete one you no longer use",
 	Pipelines:  "reuse an existing pipeline",
 	MediaBytes: "delete media you no longer need",
+	ZKKeys:     "reuse a registered key by its vkHash",
+	ZKJobs:     "wait for open jobs to finish",
+	KYCProofs:  "wait for older proofs to expire",
 }
 
 // Exceeded is the refusal of a create that would pass the limit: 429
