@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the local EIP-3009 token (internal/x402/evmchain/LocalUSD.{abi,bin})
-# from its Solidity source with solcjs 0.8.26 from the npm registry.
+# and the proof aggregation contract (internal/zkagg) from their Solidity source with solcjs 0.8.26 from the npm registry.
 set -euo pipefail
 cd "$(dirname "$0")/../../internal/x402/evmchain"
 work=$(mktemp -d)
@@ -10,3 +10,6 @@ trap 'rm -rf "$work"' EXIT
 cp "$work/out/contracts_LocalUSD_sol_LocalUSD.abi" LocalUSD.abi
 cp "$work/out/contracts_LocalUSD_sol_LocalUSD.bin" LocalUSD.bin
 echo "rebuilt LocalUSD.abi and LocalUSD.bin"
+# The proof aggregation contract (internal/zkagg/ZKAggregation.{abi,bin}).
+(cd ../../zkagg && "$work/node_modules/.bin/solcjs" --optimize --bin --abi -o "$work/zkagg" contracts/ZKAggregation.sol && cp "$work/zkagg/contracts_ZKAggregation_sol_ZKAggregation.abi" ZKAggregation.abi && cp "$work/zkagg/contracts_ZKAggregation_sol_ZKAggregation.bin" ZKAggregation.bin)
+echo "rebuilt ZKAggregation.abi and ZKAggregation.bin"
