@@ -29,6 +29,8 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/internal/ticket"
+	"conduit/internal/zkagg"
+	"conduit/internal/zkagg/enqueue"
 	"conduit/worker"
 	"conduit/workflows"
 )
@@ -61,6 +63,9 @@ type Platform struct {
 	Enclaves *Enclaves
 	// Checkout sells credit packs by card (nil provider: off).
 	Checkout *checkout.Service
+	// ZKContract is the proof aggregation contract on the embedded EVM
+	// network (its Chain nil without one).
+	ZKContract *zkagg.Contract
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -99,6 +104,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	}
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
 	p.Library = med.library(p, tc)
+	p.ZKContract = &zkagg.Contract{Chain: pay.Chain}
 	p.Checkout = openCheckout(cfg, st, tc, log)
 	if p.Enclaves, err = openEnclaves(cfg); err != nil {
 		tc.Close()
@@ -184,7 +190,9 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
 		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Mail: &activities.Mail{Store: p.Store, Sender: mailSender(p.Config)}, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
-		LibraryConcurrency: p.Config.Media.Library.Concurrency})
+		LibraryConcurrency: p.Config.Media.Library.Concurrency,
+		ZKAgg: &activities.ZKAgg{Store: p.Store, Contract: p.ZKContract,
+			Admission: &enqueue.Enqueuer{Store: p.Store, Temporal: p.Temporal, Config: p.Config.ZKAgg}}})
 	return w, w.Start()
 }
 
@@ -192,7 +200,8 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
-		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction()}
+		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction(),
+		ZKAgg: &zkagg.Service{Store: p.Store, Contract: p.ZKContract}}
 }
 
 // usageSources are the sources of GET /api/account/usage beside the

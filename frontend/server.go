@@ -32,6 +32,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/tools"
 	"conduit/internal/topup"
+	"conduit/internal/zkagg"
 )
 
 // Deps are what the handlers need.
@@ -68,6 +69,8 @@ type Deps struct {
 	// resources (enclaves, tasks, API keys, pipelines): the media
 	// library's bytes plug in here (a quota.Source).
 	Usage []quota.Source
+	// ZKAgg answers proof aggregations (zkagg.go; nil: 503).
+	ZKAgg *zkagg.Service
 }
 
 // ChatPath is the chat-completions route.
@@ -217,6 +220,7 @@ func New(d Deps) *Server {
 	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
 	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 	api.POST("/redact/run", requireScope(apikey.RedactRun), s.redactRun)
+	api.GET("/zkverify/aggregation/:aggregationId", s.getZKAggregation)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)

@@ -49,6 +49,8 @@ type Deps struct {
 	Pollers           int
 	RenderConcurrency int
 	StopTimeout       time.Duration
+	// ZKAgg runs proof aggregation (nil in tests that only list names).
+	ZKAgg *activities.ZKAgg
 	// LibraryConcurrency bounds the media library's jobs run at once, on
 	// their own queue (media.library.concurrency).
 	LibraryConcurrency int
@@ -91,6 +93,14 @@ func Registry(d Deps) []Queue {
 			Workflows:  map[string]any{workflows.WfMail: workflows.Mail},
 			Activities: map[string]any{workflows.ActSendMail: mailer.Send}},
 	}
+	zk := d.ZKAgg
+	if zk == nil {
+		zk = &activities.ZKAgg{}
+	}
+	queues = append(queues, Queue{Queue: workflows.ZKAggregationQueue,
+		Workflows: map[string]any{workflows.ZKAggregationWorkflowName: workflows.ZKAggregation},
+		Activities: map[string]any{workflows.ActivityZKEnqueue: zk.Enqueue, workflows.ActZKRecordAggregation: zk.Record,
+			workflows.ActZKPublishAggregation: zk.Publish}})
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on
 		// their queue as well. The render activity itself is CPU-heavy

@@ -22,6 +22,9 @@ var pinned = map[string]string{
 	"library-work": "workflows ; activities RunMediaJob",
 	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveBuild, EnclaveCopyLogs, EnclaveDeploy, EnclaveMeter, EnclaveOpen, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveSyncTasks, EnclaveTerminate, EnclaveWatch",
 	"tasks":        "workflows TaskAdmit, TaskRun; activities TaskCall, TaskHold, TaskOpen, TaskRecord, TaskSchedule, TaskSettle, TaskWithdraw",
+
+	// Proof aggregation (workflows/zkaggregation.go).
+	"zk-aggregation": "workflows ZKAggregation; activities EnqueueZKStatement, PublishZKAggregation, RecordZKAggregation",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {

@@ -38,3 +38,10 @@ func (c *Chain) CallContract(ctx context.Context, to common.Address, data []byte
 	defer c.mu.Unlock()
 	return c.client.CallContract(ctx, ethereum.CallMsg{To: &to, Data: data}, nil)
 }
+
+// Receipt reads a mined transaction's receipt.
+func (c *Chain) Receipt(ctx context.Context, tx common.Hash) (*types.Receipt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.receipt(ctx, tx)
+}
