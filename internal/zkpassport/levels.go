@@ -38,7 +38,9 @@ type Level struct {
 	Reason string   `json:"reason,omitempty"`
 }
 
-func (l *Level) fail(format string, args ...any) { l.Errors = append(l.Errors, fmt.Sprintf(format, args...)) }
+func (l *Level) fail(format string, args ...any) {
+	l.Errors = append(l.Errors, fmt.Sprintf(format, args...))
+}
 
 func (l *Level) close() {
 	if len(l.Errors) > 0 {

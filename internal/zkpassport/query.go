@@ -37,10 +37,10 @@ const (
 type kind int
 
 const (
-	kString kind = iota
-	kNumber      // age
-	kDate        // birthdate, expiry_date
-	kCountry     // nationality, issuing_country
+	kString  kind = iota
+	kNumber       // age
+	kDate         // birthdate, expiry_date
+	kCountry      // nationality, issuing_country
 )
 
 // fields are the credential fields and what each takes (§C: disclose for
