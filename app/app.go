@@ -31,6 +31,7 @@ import (
 	"conduit/internal/ticket"
 	"conduit/internal/zkagg"
 	"conduit/internal/zkagg/enqueue"
+	"conduit/internal/zkpassport"
 	"conduit/worker"
 	"conduit/workflows"
 )
@@ -66,6 +67,8 @@ type Platform struct {
 	// ZKContract is the proof aggregation contract on the embedded EVM
 	// network (its Chain nil without one).
 	ZKContract *zkagg.Contract
+	// ZKPassport verifies zkPassport requests (app/zk.go).
+	ZKPassport *zkpassport.Service
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -105,6 +108,12 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
 	p.Library = med.library(p, tc)
 	p.ZKContract = &zkagg.Contract{Chain: pay.Chain}
+	if p.ZKPassport, err = p.openZKPassport(); err != nil {
+		tc.Close()
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
 	p.Checkout = openCheckout(cfg, st, tc, log)
 	if p.Enclaves, err = openEnclaves(cfg); err != nil {
 		tc.Close()
@@ -192,7 +201,8 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Mail: &activities.Mail{Store: p.Store, Sender: mailSender(p.Config)}, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
 		LibraryConcurrency: p.Config.Media.Library.Concurrency,
 		ZKAgg: &activities.ZKAgg{Store: p.Store, Contract: p.ZKContract,
-			Admission: &enqueue.Enqueuer{Store: p.Store, Temporal: p.Temporal, Config: p.Config.ZKAgg}}})
+			Admission: &enqueue.Enqueuer{Store: p.Store, Temporal: p.Temporal, Config: p.Config.ZKAgg}},
+		ZKPassport: &activities.ZKPassport{Store: p.Store}})
 	return w, w.Start()
 }
 
@@ -201,7 +211,7 @@ func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
 		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction(),
-		ZKAgg: &zkagg.Service{Store: p.Store, Contract: p.ZKContract}}
+		ZKAgg: &zkagg.Service{Store: p.Store, Contract: p.ZKContract}, ZKPassport: p.ZKPassport}
 }
 
 // usageSources are the sources of GET /api/account/usage beside the

@@ -33,6 +33,7 @@ import (
 	"conduit/internal/tools"
 	"conduit/internal/topup"
 	"conduit/internal/zkagg"
+	"conduit/internal/zkpassport"
 )
 
 // Deps are what the handlers need.
@@ -71,6 +72,8 @@ type Deps struct {
 	Usage []quota.Source
 	// ZKAgg answers proof aggregations (zkagg.go; nil: 503).
 	ZKAgg *zkagg.Service
+	// ZKPassport runs zkPassport requests (zkpassport.go; nil: 503).
+	ZKPassport *zkpassport.Service
 }
 
 // ChatPath is the chat-completions route.
@@ -165,6 +168,7 @@ func New(d Deps) *Server {
 	// OpenAI's on chat completions below.
 	edge := r.Group("", checkInput)
 	edge.GET("/healthz", s.health)
+	edge.GET("/api/zkpassport/keys", s.zkPassportKeys)
 	edge.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// Pay-per-call: the payment or the claim ticket is the credential.
@@ -221,6 +225,9 @@ func New(d Deps) *Server {
 	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 	api.POST("/redact/run", requireScope(apikey.RedactRun), s.redactRun)
 	api.GET("/zkverify/aggregation/:aggregationId", s.getZKAggregation)
+	api.POST("/zkpassport/request", s.createZKPassportRequest)
+	api.POST("/zkpassport/verify", s.verifyZKPassport)
+	api.GET("/zkpassport/verify", s.zkPassportStatus)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)

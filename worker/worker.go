@@ -51,6 +51,8 @@ type Deps struct {
 	StopTimeout       time.Duration
 	// ZKAgg runs proof aggregation (nil in tests that only list names).
 	ZKAgg *activities.ZKAgg
+	// ZKPassport runs zkPassport requests' lives (nil likewise).
+	ZKPassport *activities.ZKPassport
 	// LibraryConcurrency bounds the media library's jobs run at once, on
 	// their own queue (media.library.concurrency).
 	LibraryConcurrency int
@@ -101,6 +103,13 @@ func Registry(d Deps) []Queue {
 		Workflows: map[string]any{workflows.ZKAggregationWorkflowName: workflows.ZKAggregation},
 		Activities: map[string]any{workflows.ActivityZKEnqueue: zk.Enqueue, workflows.ActZKRecordAggregation: zk.Record,
 			workflows.ActZKPublishAggregation: zk.Publish}})
+	zkp := d.ZKPassport
+	if zkp == nil {
+		zkp = &activities.ZKPassport{}
+	}
+	queues = append(queues, Queue{Queue: workflows.ZKPassportQueue,
+		Workflows:  map[string]any{workflows.WfZKPassportRequest: workflows.ZKPassportRequest},
+		Activities: map[string]any{workflows.ActZKPassportOpen: zkp.Open, workflows.ActZKPassportExpire: zkp.Expire}})
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on
 		// their queue as well. The render activity itself is CPU-heavy

@@ -25,6 +25,7 @@ var pinned = map[string]string{
 
 	// Proof aggregation (workflows/zkaggregation.go).
 	"zk-aggregation": "workflows ZKAggregation; activities EnqueueZKStatement, PublishZKAggregation, RecordZKAggregation",
+	"zkpassport":     "workflows ZKPassportRequest; activities ExpireZKPassportRequest, OpenZKPassportRequest",
 }
 
 func TestRegisteredNamesArePinned(t *testing.T) {

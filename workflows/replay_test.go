@@ -33,6 +33,8 @@ var outcomes = map[string][]string{
 	// A domain's aggregation never completes: one batch per run, then it
 	// continues as new (frontend/zkagg_test.go captures that run).
 	workflows.ZKAggregationWorkflowName: {"continued"},
+	// A zkPassport request closed by its verification, or expired.
+	workflows.WfZKPassportRequest: {"none"},
 	// The system's probes record nothing worth replaying: they have no
 	// branches and no activities but one.
 	workflows.WfPing: nil,

@@ -29,6 +29,10 @@ type ZKPassport struct {
 	MaxValidity     time.Duration `mapstructure:"max_validity"`
 	// MaxOpen bounds an account's requests not yet verified or expired.
 	MaxOpen int `mapstructure:"max_open"`
+	// SigningKey signs attestations: base64 of a 32-byte Ed25519 seed;
+	// empty: a key made at start (attestations then verify only against
+	// the key published while that process runs).
+	SigningKey string `mapstructure:"signing_key"`
 }
 
 var zkDefaults = map[string]any{
@@ -40,6 +44,7 @@ var zkDefaults = map[string]any{
 	"zkpassport.default_validity": "168h",
 	"zkpassport.max_validity":     "720h",
 	"zkpassport.max_open":         100,
+	"zkpassport.signing_key":      "",
 }
 
 // checkZK validates the proof settings.

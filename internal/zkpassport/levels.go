@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"conduit/internal/errs"
 )
 
 // Verification levels, each reported passed, failed or not_checked (a
@@ -287,6 +285,3 @@ func checkBinding(r Request, s Submission, ps []parsed, now time.Time) (Level, t
 	l.close()
 	return l, proofDate
 }
-
-// asErr turns a failed decode of the body's shape into Invalid.
-func asErr(where string, err error) error { return errs.Invalidf("%s: %v", where, err) }

@@ -3,7 +3,6 @@ package zkpassport
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -322,5 +321,3 @@ func equalJSON(a, b any) bool {
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
 }
-
-var _ = fmt.Sprint
