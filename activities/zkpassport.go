@@ -46,7 +46,8 @@ func (a *ZKPassport) Open(ctx context.Context, in ZKPassportOpen) error {
 		CreatedAt: in.CreatedAt, ExpiresAt: in.ExpiresAt}, in.MaxOpen)
 	var e *errs.Error
 	if errors.As(err, &e) && e.Kind == errs.TooManyRequests {
-		return temporal.NewNonRetryableApplicationError(e.Msg, ErrZKPassportRefused, nil)
+		// The quota's use and limit ride along for the refusal's body.
+		return temporal.NewNonRetryableApplicationError(e.Msg, ErrZKPassportRefused, nil, e.Extra["used"], e.Extra["limit"])
 	}
 	return err
 }

@@ -123,7 +123,7 @@ func TestZKPassportRequestsBounded(t *testing.T) {
 		}
 	}
 	r := createZKP(t, key, validRequest(fixtureQuery))
-	if r.Status != 429 || !strings.Contains(string(r.Body), "zkpassport.max_open") {
+	if m := r.JSON(t); r.Status != 429 || m["code"] != "QUOTA_EXCEEDED" || m["resource"] != "zkpassportRequests" || m["used"] != float64(2) || m["limit"] != float64(2) {
 		t.Fatalf("third: %d %s", r.Status, r.Body)
 	}
 }

@@ -61,7 +61,9 @@ func ZKPassportRequest(ctx workflow.Context, in activities.ZKPassportOpen) error
 	if err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrZKPassportRefused {
-			refusal = temporal.NewNonRetryableApplicationError(app.Message(), activities.ErrZKPassportRefused, nil)
+			var used, limit int64
+			_ = app.Details(&used, &limit)
+			refusal = temporal.NewNonRetryableApplicationError(app.Message(), activities.ErrZKPassportRefused, nil, used, limit)
 		} else {
 			refusal = temporal.NewNonRetryableApplicationError("the request could not be recorded", "zkpassport_unrecorded", nil)
 		}

@@ -25,6 +25,9 @@ const (
 	APIKeys    Resource = "apiKeys"
 	Pipelines  Resource = "pipelines"
 	MediaBytes Resource = "mediaBytes"
+	// ZKPassportRequests are open zkPassport requests (internal/zkpassport;
+	// limit zkpassport.max_open).
+	ZKPassportRequests Resource = "zkpassportRequests"
 )
 
 // Code is the machine-readable code of a quota refusal.
@@ -61,6 +64,8 @@ var what = map[Resource]string{
 	APIKeys:    "API keys",
 	Pipelines:  "pipelines",
 	MediaBytes: "bytes of media",
+
+	ZKPassportRequests: "open zkPassport requests (neither verified nor expired)",
 }
 
 // free says how the owner frees a slot.
@@ -70,6 +75,8 @@ var free = map[Resource]string{
 	APIKeys:    "delete one you no longer use",
 	Pipelines:  "reuse an existing pipeline",
 	MediaBytes: "delete media you no longer need",
+
+	ZKPassportRequests: "wait for one to be verified or to expire",
 }
 
 // Exceeded is the refusal of a create that would pass the limit: 429

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"conduit/internal/errs"
+	"conduit/internal/quota"
 )
 
 // ZKPassportRequest is a zkPassport verification request (internal/zkpassport).
@@ -55,7 +56,7 @@ func (s *Store) OpenZKPassportRequest(ctx context.Context, r ZKPassportRequest, 
 		return err
 	}
 	if open >= maxOpen {
-		return errs.TooManyf("the account has %d open zkPassport requests, the most it may hold (zkpassport.max_open); wait for one to be verified or to expire", open)
+		return quota.Exceeded(quota.ZKPassportRequests, int64(open), int64(maxOpen))
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO zkpassport_requests (id, account_id, domain, scope, name, logo, purpose, mode, query, created_at, expires_at)

@@ -26,6 +26,7 @@ import (
 	"conduit/internal/config"
 	"conduit/internal/errs"
 	"conduit/internal/logging"
+	"conduit/internal/quota"
 	"conduit/internal/store"
 	"conduit/workflows"
 )
@@ -199,7 +200,11 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateArgs) (
 	if err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrZKPassportRefused {
-			return Created{}, errs.TooManyf("%s", app.Message())
+			var used, limit int64
+			if app.Details(&used, &limit) != nil || limit == 0 {
+				used, limit = int64(s.Config.MaxOpen), int64(s.Config.MaxOpen)
+			}
+			return Created{}, quota.Exceeded(quota.ZKPassportRequests, used, limit)
 		}
 		logging.From(ctx).Error("registering a zkPassport request failed", "request", id, "err", err)
 		return Created{}, errs.Unavailablef("the request could not be registered now; try again")
