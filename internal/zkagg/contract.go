@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/core/types"
 
 	"conduit/internal/x402/evmchain"
 )
@@ -56,7 +57,7 @@ func (c *Contract) Address(ctx context.Context) (common.Address, error) {
 	if c.addr != (common.Address{}) {
 		return c.addr, nil
 	}
-	addr, err := c.Chain.DeployContract(ctx, common.FromHex(strings.TrimSpace(contractBin)))
+	addr, err := c.Chain.Deploy(ctx, common.FromHex(strings.TrimSpace(contractBin)))
 	if err != nil {
 		return common.Address{}, fmt.Errorf("deploying the aggregation contract: %w", err)
 	}
@@ -75,9 +76,18 @@ func (c *Contract) Publish(ctx context.Context, domainID, aggregationID uint64, 
 	if err != nil {
 		return Published{}, err
 	}
-	r, err := c.Chain.TransactContract(ctx, addr, data)
+	// Submit simulates first: a revert (another root already published)
+	// costs nothing and comes back as the error.
+	tx, err := c.Chain.Submit(ctx, addr, data)
 	if err != nil {
 		return Published{}, fmt.Errorf("publishing aggregation %d of domain %d: %w", aggregationID, domainID, err)
+	}
+	r, err := c.Chain.Receipt(ctx, tx)
+	if err != nil {
+		return Published{}, err
+	}
+	if r.Status != types.ReceiptStatusSuccessful {
+		return Published{}, fmt.Errorf("publishing aggregation %d of domain %d: transaction %s reverted", aggregationID, domainID, tx.Hex())
 	}
 	return Published{Contract: addr, TxHash: r.TxHash, BlockHash: r.BlockHash}, nil
 }
