@@ -235,8 +235,18 @@ func TestZKAggregationClosesOnTime(t *testing.T) {
 			t.Fatalf("job %d on chain: %v %v", i, ok, err)
 		}
 	}
-	if p := results[2].Notices[0]; p.LeafIndex != 2 || len(p.MerkleProof) != 1 {
-		t.Fatalf("the promoted leaf's path: %+v", p)
+	// The jobs run at once, so any of them may hold the last (odd) place.
+	promoted := 0
+	for _, r := range results {
+		if p := r.Notices[0]; p.LeafIndex == 2 {
+			promoted++
+			if len(p.MerkleProof) != 1 {
+				t.Fatalf("the promoted leaf's path: %+v", p)
+			}
+		}
+	}
+	if promoted != 1 {
+		t.Fatalf("%d jobs hold leaf 2", promoted)
 	}
 	next := runJobs(t, domain, []string{randomStatement()})
 	if a := next[0].Notices[1]; a.AggregationID != 2 || a.NumberOfLeaves != 1 || a.LeafIndex != 0 || len(a.MerkleProof) != 0 {
