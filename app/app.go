@@ -29,6 +29,9 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/temporalx"
 	"conduit/internal/ticket"
+	"conduit/internal/zkagg"
+	"conduit/internal/zkagg/enqueue"
+	"conduit/internal/zkpassport"
 	"conduit/worker"
 	"conduit/workflows"
 )
@@ -66,6 +69,11 @@ type Platform struct {
 	// ZKEnqueue implements workflows.ActivityZKEnqueue (a proof job
 	// joining its domain's aggregation); nil leaves it unregistered.
 	ZKEnqueue any
+	// ZKContract is the proof aggregation contract on the embedded EVM
+	// network (its Chain nil without one).
+	ZKContract *zkagg.Contract
+	// ZKPassport verifies zkPassport requests (app/zk.go).
+	ZKPassport *zkpassport.Service
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
@@ -104,6 +112,13 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	}
 	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
 	p.Library = med.library(p, tc)
+	p.ZKContract = &zkagg.Contract{Chain: pay.Chain}
+	if p.ZKPassport, err = p.openZKPassport(); err != nil {
+		tc.Close()
+		pay.Close()
+		st.Close()
+		return nil, err
+	}
 	p.Checkout = openCheckout(cfg, st, tc, log)
 	if p.Enclaves, err = openEnclaves(cfg); err != nil {
 		tc.Close()
@@ -196,7 +211,11 @@ func (p *Platform) StartWorker(ctx context.Context) (*worker.Worker, error) {
 	renders := p.Media.activities(p)
 	w := worker.New(p.Temporal, worker.Deps{Store: p.Store, Catalog: p.Catalog, Deltas: p.Store, Facilitator: p.Payments.Facilitator,
 		Renders: renders, Library: p.Media.libraryActivities(p, renders), Enclaves: encl, Tasks: p.taskActivities(encl), Metering: p.metering(encl), Mail: &activities.Mail{Store: p.Store, Sender: mailSender(p.Config)}, Log: p.Log, Pollers: t.Pollers, RenderConcurrency: t.RenderConcurrency, StopTimeout: t.StopTimeout,
-		LibraryConcurrency: p.Config.Media.Library.Concurrency, ZKVerify: p.Proofs.activities(p), ZKEnqueue: p.ZKEnqueue, KYC: p.Proofs.kycActivities(p)})
+		LibraryConcurrency: p.Config.Media.Library.Concurrency, ZKVerify: p.Proofs.activities(p), ZKEnqueue: p.ZKEnqueue, KYC: p.Proofs.kycActivities(p),
+		ZKAgg: &activities.ZKAgg{Store: p.Store, Contract: p.ZKContract,
+			Admission: &enqueue.Enqueuer{Store: p.Store, Temporal: p.Temporal, Config: p.Config.ZKAgg}},
+		ZKPassport: &activities.ZKPassport{Store: p.Store}})
+
 	return w, w.Start()
 }
 
@@ -205,7 +224,9 @@ func (p *Platform) FrontendDeps() frontend.Deps {
 	return frontend.Deps{Config: p.Config, Store: p.Store, Temporal: p.Temporal, Accounts: p.Accounts(), Catalog: p.Catalog, Payments: p.Payments,
 		Media: p.Media.Media, Library: p.Library, OAuth: p.OAuth, Humans: p.Humans(), Log: p.Log,
 		Enclaves: p.enclaveFrontend(), Checkout: p.Checkout, Usage: p.usageSources(), Redaction: p.redaction(),
-		ZKVerify: p.Proofs.ZKVerify, KYC: p.Proofs.KYC}
+		ZKVerify: p.Proofs.ZKVerify, KYC: p.Proofs.KYC,
+		ZKAgg: &zkagg.Service{Store: p.Store, Contract: p.ZKContract}, ZKPassport: p.ZKPassport}
+
 }
 
 // usageSources are the sources of GET /api/account/usage beside the

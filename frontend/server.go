@@ -34,6 +34,8 @@ import (
 	"conduit/internal/tools"
 	"conduit/internal/topup"
 	"conduit/internal/zkverify"
+	"conduit/internal/zkagg"
+	"conduit/internal/zkpassport"
 )
 
 // Deps are what the handlers need.
@@ -74,6 +76,10 @@ type Deps struct {
 	ZKVerify *zkverify.Service
 	// KYC is KYC proofs (nil: their routes answer 503).
 	KYC *kyc.Service
+	// ZKAgg answers proof aggregations (zkagg.go; nil: 503).
+	ZKAgg *zkagg.Service
+	// ZKPassport runs zkPassport requests (zkpassport.go; nil: 503).
+	ZKPassport *zkpassport.Service
 }
 
 // ChatPath is the chat-completions route.
@@ -169,6 +175,7 @@ func New(d Deps) *Server {
 	edge := r.Group("", checkInput)
 	edge.GET("/healthz", s.health)
 	edge.GET("/livez", s.live)
+	edge.GET("/api/zkpassport/keys", s.zkPassportKeys)
 	edge.POST(payments.TopUpPath, s.paidRateLimit(), s.topUp)
 
 	// Pay-per-call: the payment or the claim ticket is the credential.
@@ -225,6 +232,10 @@ func New(d Deps) *Server {
 	api.GET("/runs", requireScope(apikey.PipelinesRead), s.accountRuns)
 	api.GET("/runs/:runId", requireScope(apikey.PipelinesRead), s.accountRun)
 	api.POST("/redact/run", requireScope(apikey.RedactRun), s.redactRun)
+	api.GET("/zkverify/aggregation/:aggregationId", s.getZKAggregation)
+	api.POST("/zkpassport/request", s.createZKPassportRequest)
+	api.POST("/zkpassport/verify", s.verifyZKPassport)
+	api.GET("/zkpassport/verify", s.zkPassportStatus)
 
 	keys := api.Group("/keys", requireScope(apikey.KeysManage))
 	keys.POST("", s.createKey)

@@ -513,3 +513,50 @@ func TestZKVerifyOpenJobsAreBounded(t *testing.T) {
 	})
 	submit(t, key, body)
 }
+
+// The whole path with nothing standing in: a real Groth16 proof is
+// verified, recorded on the embedded chain, joins its domain's real
+// aggregation (which closes on time), and ends AggregationPublished; the
+// aggregation contract then confirms its inclusion on chain, and refuses
+// the same path at another index.
+func TestZKVerifyGroth16ThroughTheRealAggregation(t *testing.T) {
+	_, key := env.NewAccount(t, apikey.ProofsWrite, apikey.ProofsRead)
+	s := submit(t, key, map[string]any{"proof": fixture(t, "proof.json"), "publicSignals": fixture(t, "public.json"), "vk": fixture(t, "vk.json")})
+	if s.OptimisticVerify != "success" {
+		t.Fatalf("optimisticVerify %q (%s)", s.OptimisticVerify, s.Reason)
+	}
+	var j jobStatus
+	apptest.Eventually(t, 2*time.Minute, "the job's aggregation published", func() error {
+		j = readJob(t, key, s.JobID)
+		if j.Status == workflows.ZKFailed {
+			t.Fatalf("the job failed: %s", j.FailureReason)
+		}
+		if j.Status != workflows.ZKAggregationPublished {
+			return fmt.Errorf("status %s", j.Status)
+		}
+		return nil
+	})
+	want := []string{"Queued", "Valid", "Submitted", "IncludedInBlock", "Finalized", "AggregationPending", "Aggregated", "AggregationPublished"}
+	if !slices.Equal(j.path(), want) {
+		t.Fatalf("transitions %v, want %v", j.path(), want)
+	}
+	checkOnChain(t, j)
+	d := j.AggregationDetails
+	if d == nil || j.AggregationID == nil || d.Receipt == "" || d.ReceiptBlockHash == "" || d.DomainID != env.Config.Proofs.AggregationDomain {
+		t.Fatalf("aggregation details %+v (id %v)", d, j.AggregationID)
+	}
+	stmt := common.HexToHash(j.Statement)
+	path := hashes(t, d.MerkleProof)
+	ok, err := env.Platform.ZKContract.VerifyInclusion(context.Background(), d.DomainID, *j.AggregationID, stmt, path, d.NumberOfLeaves, d.LeafIndex)
+	if err != nil || !ok {
+		t.Fatalf("on-chain inclusion check: %v %v", ok, err)
+	}
+	if d.NumberOfLeaves > 1 {
+		if ok, _ := env.Platform.ZKContract.VerifyInclusion(context.Background(), d.DomainID, *j.AggregationID, stmt, path, d.NumberOfLeaves, (d.LeafIndex+1)%d.NumberOfLeaves); ok {
+			t.Fatal("the path verified at another index")
+		}
+	}
+	if root, err := env.Platform.ZKContract.PublishedRoot(context.Background(), d.DomainID, *j.AggregationID); err != nil || root != common.HexToHash(d.Root) {
+		t.Fatalf("published root %x %v, want %s", root, err, d.Root)
+	}
+}

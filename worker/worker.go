@@ -49,6 +49,10 @@ type Deps struct {
 	Pollers           int
 	RenderConcurrency int
 	StopTimeout       time.Duration
+	// ZKAgg runs proof aggregation (nil in tests that only list names).
+	ZKAgg *activities.ZKAgg
+	// ZKPassport runs zkPassport requests' lives (nil likewise).
+	ZKPassport *activities.ZKPassport
 	// LibraryConcurrency bounds the media library's jobs run at once, on
 	// their own queue (media.library.concurrency).
 	LibraryConcurrency int
@@ -99,6 +103,21 @@ func Registry(d Deps) []Queue {
 			Activities: map[string]any{workflows.ActSendMail: mailer.Send}},
 	}
 	queues = append(queues, zkQueue(d))
+	zk := d.ZKAgg
+	if zk == nil {
+		zk = &activities.ZKAgg{}
+	}
+	queues = append(queues, Queue{Queue: workflows.ZKAggregationQueue,
+		Workflows: map[string]any{workflows.ZKAggregationWorkflowName: workflows.ZKAggregation},
+		Activities: map[string]any{workflows.ActivityZKEnqueue: zk.Enqueue, workflows.ActZKRecordAggregation: zk.Record,
+			workflows.ActZKPublishAggregation: zk.Publish}})
+	zkp := d.ZKPassport
+	if zkp == nil {
+		zkp = &activities.ZKPassport{}
+	}
+	queues = append(queues, Queue{Queue: workflows.ZKPassportQueue,
+		Workflows:  map[string]any{workflows.WfZKPassportRequest: workflows.ZKPassportRequest},
+		Activities: map[string]any{workflows.ActZKPassportOpen: zkp.Open, workflows.ActZKPassportExpire: zkp.Expire}})
 	if r := d.Renders; r != nil {
 		// Renders settle payments too, so the settlement activity is on
 		// their queue as well. The render activity itself is CPU-heavy
@@ -184,8 +203,15 @@ func zkQueue(d Deps) Queue {
 			workflows.ActKYCOpen: k.OpenKYCProof, workflows.ActKYCRecord: k.RecordKYCProof, workflows.ActKYCConfirm: k.ConfirmKYCProof,
 			workflows.ActKYCExpire: k.ExpireKYCProof,
 		}}
-	if d.ZKEnqueue != nil {
-		q.Activities[workflows.ActivityZKEnqueue] = d.ZKEnqueue
+	// A job schedules ActivityZKEnqueue on its own queue: the
+	// aggregation's Enqueue runs it (a test may stand in for it).
+	q.Activities[workflows.ActivityZKEnqueue] = d.ZKEnqueue
+	if d.ZKEnqueue == nil {
+		agg := d.ZKAgg
+		if agg == nil {
+			agg = &activities.ZKAgg{}
+		}
+		q.Activities[workflows.ActivityZKEnqueue] = agg.Enqueue
 	}
 	return q
 }

@@ -34,6 +34,11 @@ var outcomes = map[string][]string{
 	workflows.ZKJobWorkflowName: {"none"},
 	// KYC proofs: failed at verification, expired after confirmation.
 	workflows.WfKYCProof: {"none"},
+	// A domain's aggregation never completes: one batch per run, then it
+	// continues as new (frontend/zkagg_test.go captures that run).
+	workflows.ZKAggregationWorkflowName: {"continued"},
+	// A zkPassport request closed by its verification, or expired.
+	workflows.WfZKPassportRequest: {"none"},
 	// The system's probes record nothing worth replaying: they have no
 	// branches and no activities but one.
 	workflows.WfPing: nil,

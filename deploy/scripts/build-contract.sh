@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the local EIP-3009 token (internal/x402/evmchain/LocalUSD.{abi,bin})
-# from its Solidity source with solcjs 0.8.26 from the npm registry.
+# and the proof aggregation contract (internal/zkagg) from their Solidity source with solcjs 0.8.26 from the npm registry.
 set -euo pipefail
 cd "$(dirname "$0")/../../internal/x402/evmchain"
 work=$(mktemp -d)
@@ -18,3 +18,6 @@ cd ../../zkverify/registry
 cp "$work/out/contracts_ProofRegistry_sol_ProofRegistry.abi" ProofRegistry.abi
 cp "$work/out/contracts_ProofRegistry_sol_ProofRegistry.bin" ProofRegistry.bin
 echo "rebuilt ProofRegistry.abi and ProofRegistry.bin"
+# The proof aggregation contract (internal/zkagg/ZKAggregation.{abi,bin}).
+(cd ../../zkagg && "$work/node_modules/.bin/solcjs" --optimize --bin --abi -o "$work/zkagg" contracts/ZKAggregation.sol && cp "$work/zkagg/contracts_ZKAggregation_sol_ZKAggregation.abi" ZKAggregation.abi && cp "$work/zkagg/contracts_ZKAggregation_sol_ZKAggregation.bin" ZKAggregation.bin)
+echo "rebuilt ZKAggregation.abi and ZKAggregation.bin"

@@ -48,6 +48,10 @@ type Config struct {
 	Redaction RedactionProxies `mapstructure:"redaction"`
 	// Proofs is the zkVerify relay and KYC proofs.
 	Proofs Proofs `mapstructure:"proofs"`
+	// ZKAgg and ZKPassport are the proof aggregation and zkPassport
+	// requests (config/zk.go).
+	ZKAgg      ZKAgg      `mapstructure:"zkagg"`
+	ZKPassport ZKPassport `mapstructure:"zkpassport"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -486,7 +490,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults, proofsDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults, proofsDefaults, zkDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -534,6 +538,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.HTTP.checkLimits()...)
 	errs = append(errs, c.checkQuota()...)
+	errs = append(errs, c.checkZK()...)
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) must be a postgres:// URL", EnvPrefix))

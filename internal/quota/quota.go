@@ -36,6 +36,9 @@ const (
 	ZKJobs Resource = "zkJobs"
 	// KYCProofs are an account's KYC proofs not yet expired.
 	KYCProofs Resource = "kycProofs"
+	// ZKPassportRequests are open zkPassport requests (internal/zkpassport;
+	// limit zkpassport.max_open).
+	ZKPassportRequests Resource = "zkpassportRequests"
 )
 
 // Code is the machine-readable code of a quota refusal.
@@ -74,28 +77,30 @@ func (l Limits) Of(r Resource) int64 {
 
 // what says what one unit of a resource is, in a sentence.
 var what = map[Resource]string{
-	Enclaves:    "enclaves (not DESTROYED or FAILED)",
-	Tasks:       "scheduled tasks",
-	APIKeys:     "API keys",
-	Pipelines:   "pipelines",
-	MediaBytes:  "bytes of media",
-	PIISubjects: "PII vault subjects (deleted ones included)",
-	PIITokens:   "PII vault tokens (those of deleted subjects included)",
-	ZKKeys:      "registered verification keys",
-	ZKJobs:      "proof jobs still open",
-	KYCProofs:   "KYC proofs not yet expired",
+	Enclaves:           "enclaves (not DESTROYED or FAILED)",
+	Tasks:              "scheduled tasks",
+	APIKeys:            "API keys",
+	Pipelines:          "pipelines",
+	MediaBytes:         "bytes of media",
+	PIISubjects:        "PII vault subjects (deleted ones included)",
+	PIITokens:          "PII vault tokens (those of deleted subjects included)",
+	ZKKeys:             "registered verification keys",
+	ZKJobs:             "proof jobs still open",
+	KYCProofs:          "KYC proofs not yet expired",
+	ZKPassportRequests: "open zkPassport requests (neither verified nor expired)",
 }
 
 // free says how the owner frees a slot.
 var free = map[Resource]string{
-	Enclaves:   "terminate one you no longer need",
-	Tasks:      "delete one you no longer need",
-	APIKeys:    "delete one you no longer use",
-	Pipelines:  "reuse an existing pipeline",
-	MediaBytes: "delete media you no longer need",
-	ZKKeys:     "reuse a registered key by its vkHash",
-	ZKJobs:     "wait for open jobs to finish",
-	KYCProofs:  "wait for older proofs to expire",
+	Enclaves:           "terminate one you no longer need",
+	Tasks:              "delete one you no longer need",
+	APIKeys:            "delete one you no longer use",
+	Pipelines:          "reuse an existing pipeline",
+	MediaBytes:         "delete media you no longer need",
+	ZKKeys:             "reuse a registered key by its vkHash",
+	ZKJobs:             "wait for open jobs to finish",
+	KYCProofs:          "wait for older proofs to expire",
+	ZKPassportRequests: "wait for one to be verified or to expire",
 }
 
 // Exceeded is the refusal of a create that would pass the limit: 429
