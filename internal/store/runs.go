@@ -106,13 +106,17 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 	if key == nil {
 		// The usual case, a new run without an Idempotency-Key, is one
 		// statement and one round trip: the admission, written only when
-		// no run has this id yet. Everything else (a run this step wrote
-		// before, a refusal, an attempt racing another: the run's primary
-		// key or its hold's idempotency key refuses the second writer) is
-		// the transaction below, under the run's lock, which sees it.
-		run, err = scanRun(s.pool.QueryRow(ctx, admitSQL(`NOT EXISTS (SELECT 1 FROM runs WHERE run_id = $1)`), args...))
-		if err == nil || (!errors.Is(err, ErrNotFound) && !isUniqueViolation(err)) {
-			return run, false, err
+		// no run has this id yet. Everything else is the transaction
+		// below, under the run's lock, which tells why: a run this step
+		// wrote before, a refusal, an attempt racing another (the run's
+		// primary key or its hold's idempotency key refuses the second
+		// writer), or an error (a value the database refuses may belong
+		// to a request whose run exists already and is answered as it is).
+		if run, err = scanRun(s.pool.QueryRow(ctx, admitSQL(`NOT EXISTS (SELECT 1 FROM runs WHERE run_id = $1)`), args...)); err == nil {
+			return run, false, nil
+		}
+		if ctx.Err() != nil {
+			return run, false, ctx.Err()
 		}
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -243,8 +247,9 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 		// The usual case, an open run with a hold and no library items,
 		// is one statement and one round trip (finishSQL). When it
 		// changes nothing (the run is finished already, it holds nothing,
-		// its hold is settled, the charge is more than the hold) the
-		// transaction below says why.
+		// its hold is settled, the charge is more than the hold) or fails
+		// (a result the database refuses, for a run that may have
+		// finished already) the transaction below says why.
 		to := "released"
 		if res.Status == "success" || res.Cost > 0 {
 			to = "captured"
@@ -252,7 +257,7 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 		var done bool
 		err := s.pool.QueryRow(ctx, finishSQL, res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens,
 			res.Cost, res.Error, res.FinishedAt, to).Scan(&done)
-		if err == nil || (!errors.Is(err, pgx.ErrNoRows) && !isUniqueViolation(err)) {
+		if err == nil || ctx.Err() != nil {
 			return err
 		}
 	}

@@ -175,3 +175,40 @@ func TestRunStepsRacingWriteOnce(t *testing.T) {
 		t.Fatalf("balance %s after charging 0.25 and holding 2 of 10 USD", b)
 	}
 }
+
+// A step that runs again with values the database refuses (a NUL in
+// text, which jsonb cannot hold) is answered from the run it wrote
+// before, as the transaction always did: the one-statement path must not
+// turn that into an error.
+func TestRunStepsAgainWithUnstorableValues(t *testing.T) {
+	ctx := context.Background()
+	acct := newAccount(t, 5*money.USD)
+	p, err := st.CreatePipeline(ctx, acct, "unstorable", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := store.NewRun{RunID: "nul", PipelineID: p.ID, Version: 1, AccountID: acct, Kind: "invoke", WorkflowID: "pipeline-run/nul",
+		Inputs: map[string]string{"q": "clean"}, StartedAt: time.Now(), Hold: money.USD, AdmitBy: time.Now().Add(time.Minute)}
+	first, _, err := st.StartRun(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Inputs = map[string]string{"q": "un\u0000storable"}
+	again, existing, err := st.StartRun(ctx, n)
+	if err != nil || existing || again.HoldID != first.HoldID {
+		t.Fatalf("the step again: %+v %v %v", again, existing, err)
+	}
+	bad := store.RunResult{RunID: "nul", Status: "success", Outputs: map[string]string{"a": "un\u0000storable"}, Nodes: json.RawMessage(`[]`), FinishedAt: time.Now()}
+	if err := st.FinishRun(ctx, bad); err == nil {
+		t.Fatal("a result jsonb cannot hold was recorded")
+	}
+	if err := st.FinishRun(ctx, store.RunResult{RunID: "nul", Status: "error", Outputs: map[string]string{}, Nodes: json.RawMessage(`[]`), Error: "x", FinishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishRun(ctx, bad); err != nil {
+		t.Fatalf("the finish again, on a finished run: %v", err)
+	}
+	if b := balance(t, acct); b != 5*money.USD {
+		t.Fatalf("a failed run left the balance at %s", b)
+	}
+}
