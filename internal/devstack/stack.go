@@ -84,16 +84,15 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if s.TemporalAddress == "" {
 		topts := TemporalOptions{
-			Port:            o.TemporalPort,
-			UIPort:          o.TemporalUIPort,
-			CodecEndpoint:   o.TemporalCodecEndpoint,
-			Namespace:       o.Namespace,
-			TimerResolution: o.TimerResolution,
-			LogLevel:        o.TemporalLog,
-			Store:           o.TemporalStore,
-			PostgresURL:     s.DatabaseURL,
-			Shards:          o.TemporalShards,
-
+			Port:             o.TemporalPort,
+			UIPort:           o.TemporalUIPort,
+			CodecEndpoint:    o.TemporalCodecEndpoint,
+			Namespace:        o.Namespace,
+			TimerResolution:  o.TimerResolution,
+			LogLevel:         o.TemporalLog,
+			Store:            o.TemporalStore,
+			PostgresURL:      s.DatabaseURL,
+			Shards:           o.TemporalShards,
 			SearchAttributes: o.SearchAttributes,
 		}
 		if !o.EphemeralTemporal {
