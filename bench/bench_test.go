@@ -155,13 +155,18 @@ func (l *latencies) report(b *testing.B, elapsed time.Duration) {
 // call the platform refused under load (a 503 the caller may retry); it
 // is counted (shed-%), not timed.
 func callers(b *testing.B, n int, fn func() (time.Duration, bool)) (*latencies, time.Duration) {
+	return callersN(n, b.N, fn)
+}
+
+// callersN is callers for total calls.
+func callersN(n, total int, fn func() (time.Duration, bool)) (*latencies, time.Duration) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	lat := newLatencies()
 	start := time.Now()
 	for range n {
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(total) {
 				if d, ok := fn(); ok {
 					lat.add(d)
 				} else {
@@ -237,6 +242,46 @@ func BenchmarkInvoke3NodeParallel(b *testing.B) {
 	lat, elapsed := callers(b, 8, always(func() time.Duration { d, _ := invokeAndWait(b, key, id, false); return d }))
 	lat.report(b, elapsed)
 	b.ReportMetric(float64(polls.Swap(0))/float64(b.N), "polls/run")
+}
+
+// BenchmarkParallelRatio: 8-caller invoke throughput against the 8-caller
+// bare round trip, the two measured in alternating rounds of b.N/10 calls
+// each, so a machine whose load changes during the run weighs on both
+// alike (the other rows run one after the other). ratio is invoke runs/s
+// over bare runs/s over all rounds (issue #26's target: ≥ 0.8);
+// ratio-median is the median of the rounds' ratios.
+func BenchmarkParallelRatio(b *testing.B) {
+	key, id := threeNodePipeline(b)
+	const rounds = 10
+	per := max(b.N/rounds, 20)
+	bare := func() (time.Duration, bool) { return nop(b, false), true }
+	invoke := func() (time.Duration, bool) { d, _ := invokeAndWait(b, key, id, false); return d, true }
+	var wall [2]time.Duration
+	var cpu [2]float64
+	var ratios []float64
+	for range rounds {
+		var rate [2]float64
+		for i, fn := range []func() (time.Duration, bool){bare, invoke} {
+			s0, p0 := platformCPU()
+			_, d := callersN(8, per, fn)
+			s1, p1 := platformCPU()
+			wall[i] += d
+			cpu[i] += s1 + p1 - s0 - p0
+			rate[i] = float64(per) / d.Seconds()
+		}
+		ratios = append(ratios, rate[1]/rate[0])
+	}
+	sort.Float64s(ratios)
+	n := float64(per * rounds)
+	b.ReportMetric(n/wall[0].Seconds(), "bare-runs/s")
+	b.ReportMetric(n/wall[1].Seconds(), "invoke-runs/s")
+	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "ratio")
+	b.ReportMetric((ratios[rounds/2-1]+ratios[rounds/2])/2, "ratio-median")
+	b.ReportMetric(cpu[0]*1000/n, "bare-cpu-ms/run")
+	b.ReportMetric(cpu[1]*1000/n, "invoke-cpu-ms/run")
+	b.ReportMetric(cpu[0]/wall[0].Seconds(), "bare-cores")
+	b.ReportMetric(cpu[1]/wall[1].Seconds(), "invoke-cores")
+	b.ReportMetric(float64(polls.Swap(0))/n, "polls/run")
 }
 
 // curve is the throughput curve's caller counts.

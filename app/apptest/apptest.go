@@ -36,6 +36,7 @@ import (
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/logging"
 	"conduit/worker"
+	"conduit/workflows"
 )
 
 // Env is the running platform a test package talks to.
@@ -236,6 +237,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		Log:               log,
 		TemporalStore:     store,
 		TemporalShards:    shards,
+		SearchAttributes:  workflows.SearchAttributes(),
 	})
 	if err != nil {
 		return nil, cleanup, err

@@ -28,6 +28,7 @@ import (
 	"conduit/internal/devstack/apt"
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/payments"
+	"conduit/workflows"
 )
 
 // Command returns the `dev` subcommand. Its embedded networks run under
@@ -145,6 +146,7 @@ func stackOptions(cfg *config.Config, dataDir string, log *slog.Logger) devstack
 		TemporalLog:           temporalLog(cfg.Dev.TemporalLog),
 		TemporalStore:         cfg.Dev.TemporalStore,
 		TemporalShards:        cfg.Dev.TemporalShards,
+		SearchAttributes:      workflows.SearchAttributes(),
 		Log:                   log,
 	}
 }

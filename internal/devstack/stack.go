@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 )
 
 // Options chooses what the stack starts. A configured DatabaseURL or
@@ -42,6 +44,9 @@ type Options struct {
 	// store's default). See TemporalOptions.
 	TemporalStore  string
 	TemporalShards int
+	// SearchAttributes are registered when the Temporal store is created
+	// (TemporalOptions.SearchAttributes).
+	SearchAttributes map[string]enumspb.IndexedValueType
 }
 
 // Stack is what Start brought up, with the addresses to reach it.
@@ -79,15 +84,16 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	}
 	if s.TemporalAddress == "" {
 		topts := TemporalOptions{
-			Port:            o.TemporalPort,
-			UIPort:          o.TemporalUIPort,
-			CodecEndpoint:   o.TemporalCodecEndpoint,
-			Namespace:       o.Namespace,
-			TimerResolution: o.TimerResolution,
-			LogLevel:        o.TemporalLog,
-			Store:           o.TemporalStore,
-			PostgresURL:     s.DatabaseURL,
-			Shards:          o.TemporalShards,
+			Port:             o.TemporalPort,
+			UIPort:           o.TemporalUIPort,
+			CodecEndpoint:    o.TemporalCodecEndpoint,
+			Namespace:        o.Namespace,
+			TimerResolution:  o.TimerResolution,
+			LogLevel:         o.TemporalLog,
+			Store:            o.TemporalStore,
+			PostgresURL:      s.DatabaseURL,
+			Shards:           o.TemporalShards,
+			SearchAttributes: o.SearchAttributes,
 		}
 		if !o.EphemeralTemporal {
 			topts.DBFile = filepath.Join(o.DataDir, "temporal.db")

@@ -3,15 +3,22 @@ package devstack
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/server/common/dynamicconfig"
 	tlog "go.temporal.io/server/common/log"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // The settings that make the embedded server's floor the real one (issue
@@ -39,6 +46,12 @@ func TestDynamicConfigLiftsTheOneShardLimits(t *testing.T) {
 	}
 	if got := dynamicconfig.HistoryLongPollExpirationInterval.Get(c)("default"); got != time.Second {
 		t.Errorf("history.longPollExpirationInterval = %s, want 1s (bounds the missed-close stall)", got)
+	}
+	if dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Get(c)() {
+		t.Error("system.forceSearchAttributesCacheRefreshOnRead is on: every search attribute use and every listed row re-reads the store (the UI's slow workflow list)")
+	}
+	if got := dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Get(c)("default"); got < 100 {
+		t.Errorf("frontend.namespaceRPS.visibility = %d, want ≥ 100 (the UI's page load is a burst of lists and counts)", got)
 	}
 	if got := dynamicconfig.TimerProcessorMaxTimeShift.Get(c)(); got != 10*time.Millisecond {
 		t.Errorf("history.timerProcessorMaxTimeShift = %s, want the asked 10ms", got)
@@ -101,5 +114,76 @@ func TestDevFileIsInWALMode(t *testing.T) {
 	}
 	if mode != "wal" {
 		t.Fatalf("PRAGMA journal_mode = %q, want wal", mode)
+	}
+}
+
+// Search attributes given to StartTemporal are usable by the first
+// request, without the server re-reading them on every use: a start that
+// sets them is accepted at once, a list filters on them and answers them
+// under their names, and the burst of lists and counts a UI page sends is
+// answered in full.
+func TestSearchAttributesUsableFromTheStart(t *testing.T) {
+	ctx := context.Background()
+	tmp, err := StartTemporal(ctx, TemporalOptions{SearchAttributes: map[string]enumspb.IndexedValueType{
+		"PipelineId": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "PipelineVersion": enumspb.INDEXED_VALUE_TYPE_INT,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Stop()
+	c, err := client.Dial(client.Options{HostPort: tmp.Address, Namespace: tmp.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pipeline, version := temporal.NewSearchAttributeKeyKeyword("PipelineId"), temporal.NewSearchAttributeKeyInt64("PipelineVersion")
+	for i := range 3 {
+		// No worker: the workflows stay open, which is all a list needs.
+		if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: fmt.Sprintf("sa-%d", i), TaskQueue: "nobody",
+			TypedSearchAttributes: temporal.NewSearchAttributes(pipeline.ValueSet(fmt.Sprintf("p%d", i%2)), version.ValueSet(int64(i))),
+		}, "Probe"); err != nil {
+			t.Fatalf("start %d with search attributes: %v", i, err)
+		}
+	}
+	// Visibility records are written by a queue after the start: poll.
+	var resp *workflowservice.ListWorkflowExecutionsResponse
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		resp, err = c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "PipelineId = 'p0' AND PipelineVersion >= 1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Executions) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(resp.Executions) != 1 || resp.Executions[0].Execution.WorkflowId != "sa-2" {
+		t.Fatalf("PipelineId = 'p0' AND PipelineVersion >= 1 listed %v, want sa-2 alone", resp.Executions)
+	}
+	var got string
+	if err := converter.GetDefaultDataConverter().FromPayload(resp.Executions[0].SearchAttributes.IndexedFields["PipelineId"], &got); err != nil || got != "p0" {
+		t.Fatalf("listed PipelineId %q (%v), want p0 under its own name", got, err)
+	}
+
+	// A plain gRPC client, as the UI server is: the SDK's retries a
+	// refused call and would hide the refusal.
+	conn, err := grpc.NewClient(tmp.Address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ws := workflowservice.NewWorkflowServiceClient(conn)
+	errs := make(chan error, 30)
+	for range cap(errs) {
+		go func() {
+			_, err := ws.CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: tmp.Namespace, Query: "PipelineId = 'p1'"})
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Fatalf("a count in a burst of %d: %v", cap(errs), err)
+		}
 	}
 }

@@ -94,6 +94,31 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 	if n.IdempotencyKey != "" {
 		key = &n.IdempotencyKey
 	}
+	var admitBy *time.Time
+	if !n.AdmitBy.IsZero() {
+		admitBy = &n.AdmitBy
+	}
+	holdID := ""
+	if n.Hold > 0 { // a run without model nodes costs nothing and holds nothing
+		holdID = NewID("hold")
+	}
+	args := []any{n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, n.WorkflowID, n.RequestHash, holdID, n.Inputs, n.StartedAt, admitBy, n.Hold}
+	if key == nil {
+		// The usual case, a new run without an Idempotency-Key, is one
+		// statement and one round trip: the admission, written only when
+		// no run has this id yet. Everything else is the transaction
+		// below, under the run's lock, which tells why: a run this step
+		// wrote before, a refusal, an attempt racing another (the run's
+		// primary key or its hold's idempotency key refuses the second
+		// writer), or an error (a value the database refuses may belong
+		// to a request whose run exists already and is answered as it is).
+		if run, err = scanRun(s.pool.QueryRow(ctx, admitSQL(`NOT EXISTS (SELECT 1 FROM runs WHERE run_id = $1)`), args...)); err == nil {
+			return run, false, nil
+		}
+		if ctx.Err() != nil {
+			return run, false, ctx.Err()
+		}
+	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if key != nil {
 			// Serialise starts that share a key, so exactly one wins.
@@ -131,36 +156,7 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 				return err
 			}
 		}
-		// The admission itself is one statement: the run, and with a hold
-		// the debit, the hold and its ledger entry, all or nothing, and
-		// nothing once the database's clock is past AdmitBy.
-		var admitBy *time.Time
-		if !n.AdmitBy.IsZero() {
-			admitBy = &n.AdmitBy
-		}
-		holdID := ""
-		if n.Hold > 0 { // a run without model nodes costs nothing and holds nothing
-			holdID = NewID("hold")
-		}
-		run, err = scanRun(tx.QueryRow(ctx, `
-			WITH gate AS (
-				SELECT $12::timestamptz IS NULL OR clock_timestamp() <= $12 AS open
-			), debit AS (
-				UPDATE accounts SET balance_micros = balance_micros - $13
-				WHERE id = $4 AND $13 > 0 AND balance_micros >= $13 AND (SELECT open FROM gate)
-				RETURNING id
-			), hold AS (
-				INSERT INTO holds (id, account_id, amount_micros, status, idempotency_key)
-				SELECT $9, id, $13, 'held', 'run/' || $1 FROM debit
-				RETURNING id
-			), entry AS (
-				INSERT INTO ledger_entries (account_id, kind, amount_micros, idempotency_key, hold_id, reference)
-				SELECT $4, '`+EntryHold+`', -$13, 'hold/' || id, id, 'run/' || $1 FROM hold
-			)
-			INSERT INTO runs (run_id, pipeline_id, version, account_id, kind, status, idempotency_key, workflow_id, request_hash, hold_id, inputs, started_at)
-			SELECT $1, $2, $3, $4, $5, 'running', $6, $7, $8, $9, $10, $11
-			WHERE (SELECT open FROM gate) AND ($13 = 0 OR EXISTS (SELECT 1 FROM hold))
-			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, n.WorkflowID, n.RequestHash, holdID, n.Inputs, n.StartedAt, admitBy, n.Hold))
+		run, err = scanRun(tx.QueryRow(ctx, admitSQL(`true`), args...))
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -178,6 +174,32 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 		return ErrInsufficientCredit
 	})
 	return run, existing, err
+}
+
+// admitSQL is the admission as one statement: the run, and with a hold
+// the debit, the hold and its ledger entry, all or nothing, and nothing
+// once the database's clock is past AdmitBy ($12) or when cond is false.
+// It answers the run written, or no row.
+func admitSQL(cond string) string {
+	return `
+		WITH gate AS (
+			SELECT ($12::timestamptz IS NULL OR clock_timestamp() <= $12) AND ` + cond + ` AS open
+		), debit AS (
+			UPDATE accounts SET balance_micros = balance_micros - $13
+			WHERE id = $4 AND $13 > 0 AND balance_micros >= $13 AND (SELECT open FROM gate)
+			RETURNING id
+		), hold AS (
+			INSERT INTO holds (id, account_id, amount_micros, status, idempotency_key)
+			SELECT $9, id, $13, 'held', 'run/' || $1 FROM debit
+			RETURNING id
+		), entry AS (
+			INSERT INTO ledger_entries (account_id, kind, amount_micros, idempotency_key, hold_id, reference)
+			SELECT $4, '` + EntryHold + `', -$13, 'hold/' || id, id, 'run/' || $1 FROM hold
+		)
+		INSERT INTO runs (run_id, pipeline_id, version, account_id, kind, status, idempotency_key, workflow_id, request_hash, hold_id, inputs, started_at)
+		SELECT $1, $2, $3, $4, $5, 'running', $6, $7, $8, $9, $10, $11
+		WHERE (SELECT open FROM gate) AND ($13 = 0 OR EXISTS (SELECT 1 FROM hold))
+		RETURNING ` + runCols
 }
 
 // Run reads one run.
@@ -221,6 +243,24 @@ type RunResult struct {
 // without media is charged nothing. Calling it again (an activity retry)
 // changes nothing.
 func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
+	if len(res.Media) == 0 && res.Cost >= 0 {
+		// The usual case, an open run with a hold and no library items,
+		// is one statement and one round trip (finishSQL). When it
+		// changes nothing (the run is finished already, it holds nothing,
+		// its hold is settled, the charge is more than the hold) or fails
+		// (a result the database refuses, for a run that may have
+		// finished already) the transaction below says why.
+		to := "released"
+		if res.Status == "success" || res.Cost > 0 {
+			to = "captured"
+		}
+		var done bool
+		err := s.pool.QueryRow(ctx, finishSQL, res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens,
+			res.Cost, res.Error, res.FinishedAt, to).Scan(&done)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
 	// One transaction: the run is read under its row lock, so a retried
 	// activity racing the first attempt waits and then finds it finished.
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -258,6 +298,37 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 		return settleTx(ctx, tx, r.HoldID, "released", 0, write)
 	})
 }
+
+// finishSQL is FinishRun's usual case as one statement: the run locked
+// while still running, its hold locked while still held and covering the
+// charge ($7), then, exactly as settleTx does, the release entry, the
+// charge entry (when there is a charge), the hold settled to $10, the
+// balance given back what was not charged, and the result written. Its
+// ledger entries carry settleTx's idempotency keys. No row: nothing
+// changed.
+const finishSQL = `
+	WITH r AS (
+		SELECT run_id, hold_id FROM runs WHERE run_id = $1 AND status = 'running' FOR UPDATE
+	), h AS (
+		SELECT holds.id, holds.account_id, holds.amount_micros FROM holds JOIN r ON holds.id = r.hold_id
+		WHERE holds.status = 'held' AND holds.amount_micros >= $7
+		FOR UPDATE OF holds
+	), released AS (
+		INSERT INTO ledger_entries (account_id, kind, amount_micros, idempotency_key, hold_id)
+		SELECT account_id, '` + EntryRelease + `', amount_micros, 'hold/' || id || '/release', id FROM h
+	), charged AS (
+		INSERT INTO ledger_entries (account_id, kind, amount_micros, idempotency_key, hold_id)
+		SELECT account_id, '` + EntryCharge + `', -$7, 'hold/' || id || '/charge', id FROM h WHERE $7 > 0
+	), settled AS (
+		UPDATE holds SET status = $10, charged_micros = $7, settled_at = now() FROM h WHERE holds.id = h.id
+	), balance AS (
+		UPDATE accounts SET balance_micros = balance_micros + h.amount_micros - $7 FROM h WHERE accounts.id = h.account_id
+	)
+	UPDATE runs SET status = $2, outputs = $3, nodes = $4, prompt_tokens = $5, completion_tokens = $6,
+		cost_micros = $7, error = $8, finished_at = $9,
+		duration_ms = (extract(epoch FROM ($9::timestamptz - started_at)) * 1000)::bigint
+	FROM h WHERE runs.run_id = $1
+	RETURNING true`
 
 // ChargesForHold counts charge entries of a hold (tests: charged once).
 func (s *Store) ChargesForHold(ctx context.Context, holdID string) (int, money.Micros, error) {

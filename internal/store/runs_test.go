@@ -96,3 +96,119 @@ func TestStartRunHoldsAndFinishSettles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The admission and the finish each take one round trip in the usual case
+// and fall back to a transaction otherwise; attempts of one step racing
+// each other (a worker presumed dead, a retried activity) still write one
+// run, hold once and settle once, and the ledger always adds up to the
+// balance (balance checks it).
+func TestRunStepsRacingWriteOnce(t *testing.T) {
+	ctx := context.Background()
+	acct := newAccount(t, 10*money.USD)
+	p, err := st.CreatePipeline(ctx, acct, "races", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRun := func(id string) store.NewRun {
+		return store.NewRun{RunID: id, PipelineID: p.ID, Version: 1, AccountID: acct, Kind: "invoke", WorkflowID: "pipeline-run/" + id,
+			Inputs: map[string]string{}, StartedAt: time.Now(), Hold: 2 * money.USD, AdmitBy: time.Now().Add(time.Minute)}
+	}
+	race := func(n int, f func() error) {
+		t.Helper()
+		errs := make(chan error, n)
+		for range n {
+			go func() { errs <- f() }()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, id := range []string{"ok", "failed", "dear"} {
+		holds := make(chan string, 4)
+		race(4, func() error {
+			r, _, err := st.StartRun(ctx, newRun(id))
+			holds <- r.HoldID
+			return err
+		})
+		first := <-holds
+		for range 3 {
+			if h := <-holds; h != first || h == "" {
+				t.Fatalf("run %s: attempts answered holds %q and %q", id, first, h)
+			}
+		}
+	}
+	if b := balance(t, acct); b != 4*money.USD {
+		t.Fatalf("three runs holding 2 USD each left %s of 10 USD", b)
+	}
+
+	ok, _ := st.Run(ctx, "ok")
+	race(4, func() error {
+		return st.FinishRun(ctx, store.RunResult{RunID: "ok", Status: "success", Outputs: map[string]string{}, Nodes: json.RawMessage(`[]`), Cost: money.USD / 4, FinishedAt: time.Now()})
+	})
+	if n, charged, err := st.ChargesForHold(ctx, ok.HoldID); err != nil || n != 1 || charged != money.USD/4 {
+		t.Fatalf("a run finished by four racing attempts: %d charges of %s (%v)", n, charged, err)
+	}
+
+	// A failed run is charged nothing: its hold is released whole.
+	failed, _ := st.Run(ctx, "failed")
+	if err := st.FinishRun(ctx, store.RunResult{RunID: "failed", Status: "error", Outputs: map[string]string{}, Nodes: json.RawMessage(`[]`), Error: "x", FinishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if status, charged, err := st.HoldStatus(ctx, failed.HoldID); err != nil || status != "released" || charged != 0 {
+		t.Fatalf("a failed run's hold: %s, charged %s (%v)", status, charged, err)
+	}
+
+	// More than was held: refused, and nothing changes.
+	dear, _ := st.Run(ctx, "dear")
+	if err := st.FinishRun(ctx, store.RunResult{RunID: "dear", Status: "success", Outputs: map[string]string{}, Nodes: json.RawMessage(`[]`), Cost: 3 * money.USD, FinishedAt: time.Now()}); !errors.Is(err, store.ErrChargeExceedsHold) {
+		t.Fatalf("a charge above the hold: %v", err)
+	}
+	if r, _ := st.Run(ctx, "dear"); r.Status != "running" {
+		t.Fatalf("a refused finish changed the run to %s", r.Status)
+	}
+	if status, _, _ := st.HoldStatus(ctx, dear.HoldID); status != "held" {
+		t.Fatalf("a refused finish left the hold %s", status)
+	}
+	if b := balance(t, acct); b != 10*money.USD-money.USD/4-2*money.USD {
+		t.Fatalf("balance %s after charging 0.25 and holding 2 of 10 USD", b)
+	}
+}
+
+// A step that runs again with values the database refuses (a NUL in
+// text, which jsonb cannot hold) is answered from the run it wrote
+// before, as the transaction always did: the one-statement path must not
+// turn that into an error.
+func TestRunStepsAgainWithUnstorableValues(t *testing.T) {
+	ctx := context.Background()
+	acct := newAccount(t, 5*money.USD)
+	p, err := st.CreatePipeline(ctx, acct, "unstorable", json.RawMessage(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := store.NewRun{RunID: "nul", PipelineID: p.ID, Version: 1, AccountID: acct, Kind: "invoke", WorkflowID: "pipeline-run/nul",
+		Inputs: map[string]string{"q": "clean"}, StartedAt: time.Now(), Hold: money.USD, AdmitBy: time.Now().Add(time.Minute)}
+	first, _, err := st.StartRun(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Inputs = map[string]string{"q": "un\u0000storable"}
+	again, existing, err := st.StartRun(ctx, n)
+	if err != nil || existing || again.HoldID != first.HoldID {
+		t.Fatalf("the step again: %+v %v %v", again, existing, err)
+	}
+	bad := store.RunResult{RunID: "nul", Status: "success", Outputs: map[string]string{"a": "un\u0000storable"}, Nodes: json.RawMessage(`[]`), FinishedAt: time.Now()}
+	if err := st.FinishRun(ctx, bad); err == nil {
+		t.Fatal("a result jsonb cannot hold was recorded")
+	}
+	if err := st.FinishRun(ctx, store.RunResult{RunID: "nul", Status: "error", Outputs: map[string]string{}, Nodes: json.RawMessage(`[]`), Error: "x", FinishedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishRun(ctx, bad); err != nil {
+		t.Fatalf("the finish again, on a finished run: %v", err)
+	}
+	if b := balance(t, acct); b != 5*money.USD {
+		t.Fatalf("a failed run left the balance at %s", b)
+	}
+}
