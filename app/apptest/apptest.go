@@ -35,6 +35,7 @@ import (
 	"conduit/internal/enclaves/build/gittest"
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/logging"
+	"conduit/internal/telemetry"
 	"conduit/worker"
 )
 
@@ -59,6 +60,9 @@ type Env struct {
 	// git repositories served by git http-backend); builds push to
 	// Registry/builds. Nil when enclaves are off.
 	Git *gittest.Server
+	// MetricsURL is the platform's GET /metrics (its own listener, as
+	// metrics.addr gives production).
+	MetricsURL string
 
 	mu     sync.Mutex
 	worker *worker.Worker
@@ -366,11 +370,17 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		return nil, cleanup, err
 	}
 
+	// The tracing instrumentation is in place without an exporter, so a
+	// test records spans (telemetry.Record); none are kept otherwise.
+	app.Instrument = true
 	p, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return nil, cleanup, err
 	}
 	cleanups = append(cleanups, p.Close)
+	if p.MetricsListener, err = telemetry.Listen("127.0.0.1:0"); err != nil {
+		return nil, cleanup, err
+	}
 
 	inet, err := newInternet()
 	if err != nil {
@@ -384,6 +394,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		env.Registry = reg.Host
 		env.Git = git
 	}
+	env.MetricsURL = "http://" + p.MetricsListener.Addr().String() + telemetry.MetricsPath
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err
 	}

@@ -46,6 +46,9 @@ type Config struct {
 	Metering Metering `mapstructure:"metering"`
 	// Redaction is the redacting chat proxy and the PII vault.
 	Redaction RedactionProxies `mapstructure:"redaction"`
+	// Metrics and Tracing are the operator's telemetry (telemetry.go).
+	Metrics Metrics `mapstructure:"metrics"`
+	Tracing Tracing `mapstructure:"tracing"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -480,7 +483,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, telemetryDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -528,6 +531,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.HTTP.checkLimits()...)
 	errs = append(errs, c.checkQuota()...)
+	errs = append(errs, c.checkTelemetry()...)
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) must be a postgres:// URL", EnvPrefix))

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"conduit/internal/money"
+	"conduit/internal/telemetry"
 )
 
 // Run is a row of the run history.
@@ -94,6 +95,12 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 	if n.IdempotencyKey != "" {
 		key = &n.IdempotencyKey
 	}
+	admitted := false
+	defer func() {
+		if err == nil && admitted { // committed: counted once
+			telemetry.RunAdmitted(int64(n.Hold))
+		}
+	}()
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if key != nil {
 			// Serialise starts that share a key, so exactly one wins.
@@ -162,6 +169,7 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 			WHERE (SELECT open FROM gate) AND ($13 = 0 OR EXISTS (SELECT 1 FROM hold))
 			RETURNING `+runCols, n.RunID, n.PipelineID, n.Version, n.AccountID, n.Kind, key, n.WorkflowID, n.RequestHash, holdID, n.Inputs, n.StartedAt, admitBy, n.Hold))
 		if !errors.Is(err, ErrNotFound) {
+			admitted = err == nil
 			return err
 		}
 		// Nothing was written (the rare path): say why.
@@ -220,7 +228,13 @@ type RunResult struct {
 // media its generation nodes made (zero without any), so a failed run
 // without media is charged nothing. Calling it again (an activity retry)
 // changes nothing.
-func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
+func (s *Store) FinishRun(ctx context.Context, res RunResult) (err error) {
+	finished := false
+	defer func() {
+		if err == nil && finished { // committed: counted once
+			telemetry.RunFinished(res.Status)
+		}
+	}()
 	// One transaction: the run is read under its row lock, so a retried
 	// activity racing the first attempt waits and then finds it finished.
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -231,6 +245,7 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 		if r.Status != "running" {
 			return nil // already finished: a retried activity
 		}
+		finished = true
 		write := func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `
 				UPDATE runs SET status = $2, outputs = $3, nodes = $4, prompt_tokens = $5, completion_tokens = $6,

@@ -22,7 +22,7 @@ import (
 // Dial connects to the frontend at address and checks that it answers, so a
 // wrong address fails at start-up with one sentence instead of on first use.
 // A non-empty codecKeys seals every payload (internal/codec).
-func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger) (client.Client, error) {
+func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger, configure ...func(*client.Options) error) (client.Client, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	opts := client.Options{
@@ -40,6 +40,13 @@ func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.L
 		// activity's last heartbeat): decoded with the same codec, or a
 		// workflow cannot read them.
 		opts.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: opts.DataConverter})
+	}
+	// The caller's additions (telemetry's metrics handler and tracing
+	// interceptor).
+	for _, f := range configure {
+		if err := f(&opts); err != nil {
+			return nil, err
+		}
 	}
 	c, err := client.DialContext(dialCtx, opts)
 	if err != nil {
