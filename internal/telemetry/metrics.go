@@ -85,6 +85,20 @@ var (
 	taskFirings   = counterVec("conduit_task_firings_total", "Scheduled task firings recorded, by outcome.", "outcome")
 )
 
+// The series of the fixed label sets exist from the start (at zero), so a
+// dashboard or an alert finds them before the first event.
+func init() {
+	for _, o := range []string{"success", "error", "partial", "refused"} {
+		runsFinished.WithLabelValues(o)
+	}
+	for _, st := range enclaveStatuses {
+		enclaveStates.WithLabelValues(st)
+	}
+	for _, o := range []string{"success", "failure", "skipped"} {
+		taskFirings.WithLabelValues(o)
+	}
+}
+
 // RunAdmitted counts a run written with its hold (micro-USD, 0: none).
 func RunAdmitted(heldMicros int64) {
 	runsAdmitted.Inc()
@@ -141,7 +155,7 @@ func PaymentUnconfirmed() { paymentsUnconfirmed.Inc() }
 // RenderStarted marks a render attempt running; call the returned func
 // with its error when it ends (outcome success or error).
 func RenderStarted(kind string) func(err error) {
-	kind = boundedKind(kind)
+	kind = boundedKind(renderKinds, kind)
 	start := time.Now()
 	g := rendersInProgress.WithLabelValues(kind)
 	g.Inc()
@@ -166,7 +180,7 @@ var enclaveStatuses = []string{"PENDING_BUILD", "BUILDING", "BUILD_FAILED", "PEN
 
 // TaskFiring counts a recorded task firing by its outcome.
 func TaskFiring(outcome string) {
-	taskFirings.WithLabelValues(boundedKind(outcome)).Inc()
+	taskFirings.WithLabelValues(boundedKind(taskOutcomes, outcome)).Inc()
 }
 
 // bounded is v when it is one of allowed, else "other".
@@ -182,11 +196,11 @@ func bounded(v string, allowed []string) string {
 // boundedKind keeps a short lower-case word from our own code or
 // configuration (a render kind, a task outcome); anything else, and any
 // word past the first maxValues seen, is "other".
-func boundedKind(v string) string {
+func boundedKind(set *valueSet, v string) string {
 	if v == "" || len(v) > 32 || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
 		return "other"
 	}
-	return kinds.admit(v)
+	return set.admit(v)
 }
 
 // boundedReason keeps x402's reason codes (lower-case words joined by
@@ -205,7 +219,7 @@ func boundedReason(v string) string {
 // maxValues bounds the distinct values of one free-form label.
 const maxValues = 64
 
-var kinds, reasons = &valueSet{}, &valueSet{}
+var renderKinds, taskOutcomes, reasons = &valueSet{}, &valueSet{}, &valueSet{}
 
 // valueSet admits at most maxValues distinct label values.
 type valueSet struct {
