@@ -161,7 +161,8 @@ func OpenTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (*
 }
 
 // Instrument puts the tracing instrumentation in place without an
-// exporter; the test harness sets it, so tests record spans.
+// exporter, so a test package records spans (frontend's trace test sets
+// it before its platform starts).
 var Instrument bool
 
 // Listen opens the API's listener, with a clear sentence when the address is

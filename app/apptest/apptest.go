@@ -370,9 +370,6 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		return nil, cleanup, err
 	}
 
-	// The tracing instrumentation is in place without an exporter, so a
-	// test records spans (telemetry.Record); none are kept otherwise.
-	app.Instrument = true
 	p, err := app.Open(ctx, cfg, log)
 	if err != nil {
 		return nil, cleanup, err

@@ -81,6 +81,8 @@ var (
 		return g
 	}()
 
+	workflowReplays = counter("conduit_workflow_replays_total", "Workflow executions this worker replayed from their history (a cache miss, a query on a closed workflow), with tracing in place.")
+
 	enclaveStates = counterVec("conduit_enclave_transitions_total", "Enclave state changes recorded, by the state entered.", "state")
 	taskFirings   = counterVec("conduit_task_firings_total", "Scheduled task firings recorded, by outcome.", "outcome")
 )

@@ -142,6 +142,7 @@ type markReplay struct {
 
 func (m *markReplay) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
 	if workflow.IsReplaying(ctx) {
+		workflowReplays.Inc()
 		run := workflow.GetInfo(ctx).WorkflowExecution.RunID
 		m.tracer.replaying.Store(run, struct{}{})
 		defer m.tracer.replaying.Delete(run)
