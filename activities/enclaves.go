@@ -18,6 +18,7 @@ import (
 	"conduit/internal/errs"
 	"conduit/internal/signer"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 )
 
 // Enclaves are the side effects of the enclave lifecycle: the provider's
@@ -85,7 +86,11 @@ func (e *Enclaves) Project(ctx context.Context, s EnclaveStep) error {
 	if err := e.Store.AppendEnclaveLogs(ctx, s.Projection.ID, s.Logs); err != nil {
 		return err
 	}
-	return e.Store.ProjectEnclave(ctx, s.Projection)
+	if err := e.Store.ProjectEnclave(ctx, s.Projection); err != nil {
+		return err
+	}
+	telemetry.EnclaveState(string(s.Projection.Status))
+	return nil
 }
 
 // NewEnclave is the record an enclave's lifecycle writes as its first

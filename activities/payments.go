@@ -10,6 +10,7 @@ import (
 	"conduit/internal/money"
 	"conduit/internal/payments"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 	"conduit/internal/x402"
 )
 
@@ -69,7 +70,9 @@ func (a *Payments) Claim(ctx context.Context, in SettleInput) (SettleOutcome, er
 func (a *Payments) claim(ctx context.Context, in SettleInput) (v x402.Verified, rec store.Payment, out SettleOutcome, done bool, err error) {
 	v, err = x402.VerifySignature(in.Payment, in.Requirements)
 	if err != nil {
-		return v, rec, refused(err), true, nil
+		out = refused(err)
+		telemetry.PaymentRefused("settle", out.Reason)
+		return v, rec, out, true, nil
 	}
 	intent := payments.Intent(v, in.Requirements, in.Amount, in.Resource, in.Purpose)
 	if rec, err = a.Store.ClaimPayment(ctx, intent); err != nil {
@@ -122,6 +125,7 @@ func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, e
 		// whoever sent the transaction: find it and take it as settled.
 		finder, ok := a.Facilitator.(x402.SettlementFinder)
 		if !ok && resubmitted && alreadyUsed(resp.ErrorReason) {
+			telemetry.PaymentUnconfirmed()
 			return SettleOutcome{}, temporal.NewApplicationError("the facilitator reports the payment used and nothing here can confirm where", ErrUnconfirmed)
 		}
 		if ok {
@@ -130,6 +134,7 @@ func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, e
 				return SettleOutcome{}, fmt.Errorf("reconciling the payment with the chain: %w", err)
 			}
 			if settled {
+				telemetry.PaymentReconciled()
 				return a.settled(ctx, v, found.Transaction)
 			}
 		}
@@ -139,6 +144,7 @@ func (a *Payments) Settle(ctx context.Context, in SettleInput) (SettleOutcome, e
 	if err := a.Store.DropPaymentIntent(ctx, v.Network, v.Payer, v.ID, in.Purpose); err != nil {
 		return SettleOutcome{}, err
 	}
+	telemetry.PaymentRefused("settle", resp.ErrorReason)
 	out = SettleOutcome{Reason: resp.ErrorReason, Message: resp.ErrorMessage, Payer: payer}
 	switch {
 	case alreadyUsed(resp.ErrorReason):
@@ -153,6 +159,7 @@ func (a *Payments) settled(ctx context.Context, v x402.Verified, tx string) (Set
 	if _, err := a.Store.SettlePayment(ctx, v.Network, v.Payer, v.ID, tx); err != nil {
 		return SettleOutcome{}, err
 	}
+	telemetry.PaymentSettled()
 	return SettleOutcome{Success: true, Transaction: tx, Payer: x402.DisplayAddress(v.Network, v.Payer)}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"conduit/internal/blob"
 	"conduit/internal/media"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 )
 
 // Failure types a render ends with (the run's reason).
@@ -110,6 +111,13 @@ type Rendered struct {
 // twice), and ends refusals and permanent failures as non-retryable
 // errors whose type is the run's reason.
 func (a *Renders) Render(ctx context.Context, job RenderJob) (Rendered, error) {
+	done := telemetry.RenderStarted(job.Kind)
+	out, err := a.render(ctx, job)
+	done(err)
+	return out, err
+}
+
+func (a *Renders) render(ctx context.Context, job RenderJob) (Rendered, error) {
 	r, ok := a.Renderers[job.Request.Model]
 	if !ok {
 		return Rendered{}, temporal.NewNonRetryableApplicationError("no renderer is configured for model "+job.Request.Model, ReasonRenderFailed, nil, "render")

@@ -18,6 +18,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/tasks"
 	"conduit/internal/tasks/schedules"
+	"conduit/internal/telemetry"
 )
 
 // Tasks are the side effects of scheduled tasks (docs/tasks.md): the call
@@ -158,9 +159,12 @@ func (a *Tasks) Record(ctx context.Context, run tasks.Run) (tasks.Status, error)
 	if tasks.Counts(run.Outcome) {
 		stream = "stderr"
 	}
-	t, _, err = a.Store.RecordTaskRun(ctx, run, t.EnclaveID, store.EnclaveLog{Source: tasks.ScheduleID(t.ID), Stream: stream, Message: msg})
+	t, recorded, err := a.Store.RecordTaskRun(ctx, run, t.EnclaveID, store.EnclaveLog{Source: tasks.ScheduleID(t.ID), Stream: stream, Message: msg})
 	if err != nil {
 		return "", err
+	}
+	if recorded {
+		telemetry.TaskFiring(run.Outcome)
 	}
 	// Checked on a retried step too: moving to failed happens once.
 	if tasks.Counts(run.Outcome) && t.Status == tasks.Running && t.ConsecutiveFailures >= t.FailureThreshold {

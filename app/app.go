@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -27,6 +28,7 @@ import (
 	"conduit/internal/payments"
 	"conduit/internal/quota"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 	"conduit/internal/temporalx"
 	"conduit/internal/ticket"
 	"conduit/internal/zkagg"
@@ -67,19 +69,30 @@ type Platform struct {
 	// Proofs are the zkVerify relay and KYC proofs (app/proofs.go).
 	Proofs *Proofs
 	// ZKEnqueue implements workflows.ActivityZKEnqueue (a proof job
-	// joining its domain's aggregation); nil leaves it unregistered.
+	// joining its domain's aggregation) in place of the aggregation's own; tests stand in with it.
 	ZKEnqueue any
 	// ZKContract is the proof aggregation contract on the embedded EVM
 	// network (its Chain nil without one).
 	ZKContract *zkagg.Contract
 	// ZKPassport verifies zkPassport requests (app/zk.go).
 	ZKPassport *zkpassport.Service
+	// Telemetry is the process's metrics and traces (internal/telemetry).
+	Telemetry *telemetry.Telemetry
+	// MetricsListener, when set before Run, serves /metrics instead of
+	// one Run opens on metrics.addr (the harness picks a free port).
+	MetricsListener net.Listener
+	stopPoolWatch   func()
 }
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform, error) {
-	st, err := store.Open(ctx, cfg.Database.URL, cfg.Database.MaxConns, log)
+	tel, err := OpenTelemetry(ctx, cfg, log)
 	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.Database.URL, cfg.Database.MaxConns, log, tel.TracePool)
+	if err != nil {
+		_ = tel.Shutdown(ctx)
 		return nil, err
 	}
 	catalog, err := models.NewCatalog(cfg.Models)
@@ -104,13 +117,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform,
 	if med.Err != nil && pay.Enabled() {
 		log.Warn("pay-per-call is off; the render endpoints answer 503", "reason", med.Err)
 	}
-	tc, err := temporalx.Connect(ctx, cfg.Temporal, log)
+	tc, err := temporalx.Connect(ctx, cfg.Temporal, log,
+		func(o *client.Options) error { return tel.ClientOptions(o, log) })
 	if err != nil {
 		pay.Close()
 		st.Close()
 		return nil, err
 	}
-	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med}
+	p := &Platform{Config: cfg, Log: log, Store: st, Temporal: tc, Catalog: catalog, Payments: pay, Media: med,
+		Telemetry: tel, stopPoolWatch: telemetry.WatchPool(st.Stat)}
 	p.Library = med.library(p, tc)
 	p.ZKContract = &zkagg.Contract{Chain: pay.Chain}
 	if p.ZKPassport, err = p.openZKPassport(); err != nil {
@@ -155,8 +170,27 @@ func (p *Platform) Close() {
 	p.Proofs.close()
 	p.Temporal.Close()
 	p.Payments.Close()
+	if p.stopPoolWatch != nil {
+		p.stopPoolWatch()
+	}
 	p.Store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = p.Telemetry.Shutdown(ctx)
 }
+
+// OpenTelemetry sets up the process's metrics and traces from metrics.*
+// and tracing.* (internal/telemetry).
+func OpenTelemetry(ctx context.Context, cfg *config.Config, log *slog.Logger) (*telemetry.Telemetry, error) {
+	t := cfg.Tracing
+	return telemetry.Start(ctx, telemetry.Options{TracingEndpoint: t.Endpoint, TracingInsecure: t.Insecure, SampleRatio: t.SampleRatio,
+		Instrument: Instrument, Log: log})
+}
+
+// Instrument puts the tracing instrumentation in place without an
+// exporter, so a test package records spans (frontend's trace test sets
+// it before its platform starts).
+var Instrument bool
 
 // Listen opens the API's listener, with a clear sentence when the address is
 // taken or unusable.
@@ -176,6 +210,9 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 	// hub holds a pooled connection that the caller's Close waits for.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := p.serveMetrics(ctx); err != nil {
+		return err
+	}
 	var w *worker.Worker
 	if roles.Worker {
 		var err error
@@ -195,6 +232,28 @@ func (p *Platform) Run(ctx context.Context, roles Roles, ln net.Listener) error 
 	deps.Deltas = p.Store.NewDeltaHub(ctx, p.Log)
 	deps.DevTools = roles.DevTools
 	return frontend.New(deps).Serve(ctx, ln)
+}
+
+// serveMetrics serves /metrics on its own listener (metrics.addr, or the
+// one set in MetricsListener) until ctx ends; none without either.
+func (p *Platform) serveMetrics(ctx context.Context) error {
+	ln := p.MetricsListener
+	if ln == nil && p.Config.Metrics.Addr != "" {
+		var err error
+		if ln, err = telemetry.Listen(p.Config.Metrics.Addr); err != nil {
+			return err
+		}
+	}
+	if ln == nil {
+		return nil
+	}
+	p.Log.Info("metrics listening", "addr", ln.Addr().String(), "path", telemetry.MetricsPath)
+	go func() {
+		if err := telemetry.Serve(ctx, ln); err != nil {
+			p.Log.Error("the metrics endpoint stopped", "error", err)
+		}
+	}()
+	return nil
 }
 
 // StartWorker registers the search attributes runs carry, then starts the

@@ -13,6 +13,7 @@ import (
 
 	"conduit/internal/errs"
 	"conduit/internal/logging"
+	"conduit/internal/telemetry"
 )
 
 // RequestIDHeader carries the request id in both directions.
@@ -21,7 +22,7 @@ const RequestIDHeader = "X-Request-Id"
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // requestContext gives every request an id (the caller's, when sane) and a
-// logger that carries it, and writes one access-log line when it ends. The
+// logger that carries it and the request's trace id, and writes one access-log line when it ends. The
 // query string is never logged: claim tickets travel there.
 func requestContext(base *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -31,7 +32,7 @@ func requestContext(base *slog.Logger) gin.HandlerFunc {
 			id = newRequestID()
 		}
 		c.Header(RequestIDHeader, id)
-		log := base.With("request_id", id)
+		log := base.With("request_id", id, "trace_id", telemetry.TraceID(c.Request.Context()))
 		c.Request = c.Request.WithContext(logging.With(c.Request.Context(), log))
 
 		c.Next()

@@ -31,6 +31,7 @@ import (
 	"conduit/internal/quota"
 	"conduit/internal/runs"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 	"conduit/internal/tools"
 	"conduit/internal/topup"
 	"conduit/internal/zkverify"
@@ -154,7 +155,10 @@ func New(d Deps) *Server {
 	// shape with the security headers (NoRoute), not gin's bare 301, which
 	// some clients follow as a GET without the body.
 	r.RedirectTrailingSlash = false
-	r.Use(requestContext(d.Log), classifyWith(store.Classify), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
+	// The request's span first (the caller's traceparent continued, ours
+	// answered), then its metrics, then its logger, which carries the
+	// trace id (internal/telemetry).
+	r.Use(telemetry.GinTrace(), telemetry.GinEcho(), telemetry.GinMetrics(), requestContext(d.Log), classifyWith(store.Classify), securityHeaders(d.Config.BaseURL()), connDeadlines(d.Config.HTTP.ReadTimeout, d.Config.HTTP.WriteTimeout), recovery(), s.challenged)
 	r.NoRoute(func(c *gin.Context) {
 		if s.spa.fallback(c) {
 			return

@@ -35,6 +35,7 @@ import (
 	"conduit/internal/enclaves/build/gittest"
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/logging"
+	"conduit/internal/telemetry"
 	"conduit/worker"
 	"conduit/workflows"
 )
@@ -60,6 +61,9 @@ type Env struct {
 	// git repositories served by git http-backend); builds push to
 	// Registry/builds. Nil when enclaves are off.
 	Git *gittest.Server
+	// MetricsURL is the platform's GET /metrics (its own listener, as
+	// metrics.addr gives production).
+	MetricsURL string
 
 	mu     sync.Mutex
 	worker *worker.Worker
@@ -373,6 +377,9 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		return nil, cleanup, err
 	}
 	cleanups = append(cleanups, p.Close)
+	if p.MetricsListener, err = telemetry.Listen("127.0.0.1:0"); err != nil {
+		return nil, cleanup, err
+	}
 
 	inet, err := newInternet()
 	if err != nil {
@@ -386,6 +393,7 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 		env.Registry = reg.Host
 		env.Git = git
 	}
+	env.MetricsURL = "http://" + p.MetricsListener.Addr().String() + telemetry.MetricsPath
 	if err := env.StartWorker(); err != nil {
 		return nil, cleanup, err
 	}

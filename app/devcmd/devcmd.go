@@ -28,6 +28,7 @@ import (
 	"conduit/internal/devstack/apt"
 	"conduit/internal/enclaves/provider/local"
 	"conduit/internal/payments"
+	"conduit/internal/telemetry"
 	"conduit/workflows"
 )
 
@@ -41,7 +42,8 @@ func Command() app.Command {
 		// Enclaves (and the tasks that call them) are on whenever the
 		// sandbox can run here: localEnclaves turns them off, saying why,
 		// when it cannot.
-		Defaults: map[string]any{"enclaves.enabled": true, "x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork,
+		// /metrics on a loopback port of its own (config.DevMetricsAddr).
+		Defaults: map[string]any{"metrics.addr": config.DevMetricsAddr, "enclaves.enabled": true, "x402.network": config.PlayNetwork, "x402.solana_network": config.PlaySolanaNetwork,
 			"x402.solana_rpc_addr": DefaultSolanaRPCAddr},
 	}
 }
@@ -107,6 +109,13 @@ func run(ctx context.Context, env *app.Env, _ []string) error {
 		return err
 	}
 	defer p.Close()
+	// A busy metrics port turns metrics off; it does not stop the dev stack.
+	if cfg.Metrics.Addr != "" {
+		if p.MetricsListener, err = telemetry.Listen(cfg.Metrics.Addr); err != nil {
+			env.Log.Warn("metrics are off", "reason", err)
+			p.MetricsListener, cfg.Metrics.Addr = nil, ""
+		}
+	}
 
 	key, err := bootstrap(ctx, p.Accounts(), dataDir)
 	if err != nil {

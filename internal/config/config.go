@@ -52,6 +52,9 @@ type Config struct {
 	// requests (config/zk.go).
 	ZKAgg      ZKAgg      `mapstructure:"zkagg"`
 	ZKPassport ZKPassport `mapstructure:"zkpassport"`
+	// Metrics and Tracing are the operator's telemetry (telemetry.go).
+	Metrics Metrics `mapstructure:"metrics"`
+	Tracing Tracing `mapstructure:"tracing"`
 }
 
 // Admin configures the operator routes under /admin (docs/operations.md).
@@ -490,7 +493,7 @@ var defaults = map[string]any{
 // their role (see Validate and ValidateProduction).
 func Load(path string, commandDefaults ...map[string]any) (*Config, error) {
 	v := viper.New()
-	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults, proofsDefaults, zkDefaults}, commandDefaults...) {
+	for _, m := range append([]map[string]any{defaults, mediaDefaults, audioDefaults, oauthDefaults, signupDefaults, checkoutDefaults, enclavesAWSDefaults, quotaDefaults, enclavesLimitsDefaults, redactionDefaults, temporalTLSDefaults, proofsDefaults, zkDefaults, telemetryDefaults}, commandDefaults...) {
 		for k, val := range m {
 			v.SetDefault(k, val)
 		}
@@ -539,6 +542,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.HTTP.checkLimits()...)
 	errs = append(errs, c.checkQuota()...)
 	errs = append(errs, c.checkZK()...)
+	errs = append(errs, c.checkTelemetry()...)
 	if c.Database.URL != "" {
 		if u, err := url.Parse(c.Database.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			errs = append(errs, fmt.Errorf("database.url (%s_DATABASE_URL or DATABASE_URL) must be a postgres:// URL", EnvPrefix))

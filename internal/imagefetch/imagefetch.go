@@ -30,6 +30,8 @@ import (
 
 	"code.dny.dev/ssrf"
 	_ "golang.org/x/image/webp"
+
+	"conduit/internal/telemetry"
 )
 
 // Codes of the refusals (spec §7).
@@ -307,7 +309,7 @@ func (f *Fetcher) download(ctx context.Context, raw string, w io.Writer, r reque
 	}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{
-		Transport:     transport,
+		Transport:     telemetry.ExternalTransport(transport),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"conduit/internal/telemetry"
 )
 
 // HostedMusic renders through a hosted music-generation API of the usual
@@ -52,7 +54,7 @@ type HostedMusic struct {
 // worker's disk.
 const maxMusicBytes = 64 << 20
 
-var defaultMusicClient = &http.Client{Timeout: 30 * time.Second}
+var defaultMusicClient = &http.Client{Timeout: 30 * time.Second, Transport: telemetry.Transport(nil)}
 
 var _ Resumable = (*HostedMusic)(nil)
 

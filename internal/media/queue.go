@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"conduit/internal/telemetry"
 )
 
 // QueueVideo renders through a hosted video API that speaks the "queue"
@@ -46,7 +48,7 @@ const (
 	downloadIdle = 60 * time.Second
 )
 
-var defaultQueueClient = &http.Client{Timeout: 30 * time.Second}
+var defaultQueueClient = &http.Client{Timeout: 30 * time.Second, Transport: telemetry.Transport(nil)}
 
 // Render orders the clip and waits for it: RenderResume with no saved
 // state and nowhere to save it.

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"conduit/internal/telemetry"
 )
 
 // HostedSpeech renders through a hosted text-to-speech API of the widely
@@ -50,7 +52,7 @@ const (
 
 // defaultSpeechClient allows for a long text: the provider answers only
 // when the whole file is made.
-var defaultSpeechClient = &http.Client{Timeout: 2 * time.Minute}
+var defaultSpeechClient = &http.Client{Timeout: 2 * time.Minute, Transport: telemetry.Transport(nil)}
 
 // refusalStatuses are the provider's detail.status values (and, in a 422
 // list, type values) that mean its content policy declined the text; they

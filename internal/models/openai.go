@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"conduit/internal/config"
+
+	"conduit/internal/telemetry"
 )
 
 // OpenAI talks to an OpenAI-compatible chat-completions API (OpenAI, vLLM,
@@ -24,7 +26,7 @@ type OpenAI struct {
 
 // NewOpenAI builds the provider from configuration.
 func NewOpenAI(c config.OpenAI) *OpenAI {
-	return &OpenAI{baseURL: strings.TrimRight(c.BaseURL, "/"), apiKey: c.APIKey, http: &http.Client{Timeout: c.Timeout}}
+	return &OpenAI{baseURL: strings.TrimRight(c.BaseURL, "/"), apiKey: c.APIKey, http: &http.Client{Timeout: c.Timeout, Transport: telemetry.Transport(nil)}}
 }
 
 // ProviderError is a failed call the provider may answer differently next

@@ -6,6 +6,7 @@ import (
 
 	"conduit/internal/money"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 	"conduit/internal/x402"
 )
 
@@ -52,15 +53,15 @@ type Purchase struct {
 // was rewritten to look like this one.
 func (s *Service) Take(ctx context.Context, header string, challenge x402.PaymentRequired, buy Purchase) (Presented, error) {
 	if header == "" {
-		return Presented{}, &Refused{"PAYMENT-SIGNATURE header is required"}
+		return Presented{}, refusedFor("missing", "PAYMENT-SIGNATURE header is required")
 	}
 	p, err := x402.DecodePaymentPayload(header)
 	if err != nil {
-		return Presented{}, &Refused{err.Error()}
+		return Presented{}, refusedFor("malformed", err.Error())
 	}
 	req, err := x402.Match(p, challenge.Accepts)
 	if err != nil {
-		return Presented{}, &Refused{"No matching payment requirements"}
+		return Presented{}, refusedFor("no_matching_requirements", "No matching payment requirements")
 	}
 	v, terms := x402.VerifySignature(p, req)
 	if !v.Authentic() {
@@ -69,6 +70,7 @@ func (s *Service) Take(ctx context.Context, header string, challenge x402.Paymen
 	rec, err := s.store.PaymentByAuthorization(ctx, v.Network, v.Payer, v.ID)
 	switch {
 	case err == nil && !rec.Answers(Intent(v, req, buy.Amount, buy.Resource, buy.Purpose)):
+		telemetry.PaymentRefused("verify", "already_redeemed")
 		return Presented{}, &Redeemed{Transaction: rec.Transaction}
 	case err != nil && !errors.Is(err, store.ErrNotFound):
 		return Presented{}, err
@@ -78,15 +80,22 @@ func (s *Service) Take(ctx context.Context, header string, challenge x402.Paymen
 	if err := x402.CheckResource(p, challenge.Resource.URL); err != nil {
 		return Presented{}, refusal(err)
 	}
+	telemetry.PaymentVerified()
 	return Presented{Verified: v, Payload: p, Requirements: req}, nil
+}
+
+// refusedFor counts a refusal at the API by reason and returns it.
+func refusedFor(reason, msg string) *Refused {
+	telemetry.PaymentRefused("verify", reason)
+	return &Refused{msg}
 }
 
 func refusal(err error) *Refused {
 	var r *x402.Refusal
 	if errors.As(err, &r) {
-		return &Refused{"invalid_payload: " + r.Msg}
+		return refusedFor(r.Reason, "invalid_payload: "+r.Msg)
 	}
-	return &Refused{"invalid_payload: " + err.Error()}
+	return refusedFor("invalid_payload", "invalid_payload: "+err.Error())
 }
 
 // Intent is what a verified payment is recorded as when it pays for

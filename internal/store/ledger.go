@@ -12,6 +12,7 @@ import (
 
 	"conduit/internal/errs"
 	"conduit/internal/money"
+	"conduit/internal/telemetry"
 )
 
 // Account is a human or wallet account.
@@ -260,8 +261,13 @@ func holdTx(ctx context.Context, tx pgx.Tx, account string, amount money.Micros,
 	if _, err := tx.Exec(ctx, `INSERT INTO holds (id, account_id, amount_micros, status, idempotency_key) VALUES ($1, $2, $3, 'held', $4)`, holdID, account, amount, key); err != nil {
 		return "", err
 	}
-	_, _, err = insertEntry(ctx, tx, account, EntryHold, -amount, "hold/"+holdID, holdID, key)
-	return holdID, err
+	if _, _, err = insertEntry(ctx, tx, account, EntryHold, -amount, "hold/"+holdID, holdID, key); err != nil {
+		return "", err
+	}
+	// Counted once the hold's writes succeed (a transaction that then
+	// fails to commit is rare; the ledger stays the record).
+	telemetry.CreditHeld(int64(amount))
+	return holdID, nil
 }
 
 func accountExists(ctx context.Context, tx pgx.Tx, account string) error {
@@ -335,8 +341,11 @@ func settleTx(ctx context.Context, tx pgx.Tx, holdID, to string, charge money.Mi
 		return err
 	}
 	if also != nil {
-		return also(tx)
+		if err := also(tx); err != nil {
+			return err
+		}
 	}
+	telemetry.CreditSettled(int64(amount), int64(charge))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"conduit/internal/money"
+	"conduit/internal/telemetry"
 )
 
 // Run is a row of the run history.
@@ -94,6 +95,12 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 	if n.IdempotencyKey != "" {
 		key = &n.IdempotencyKey
 	}
+	admitted := false
+	defer func() {
+		if err == nil && admitted { // committed: counted once
+			telemetry.RunAdmitted(int64(n.Hold))
+		}
+	}()
 	var admitBy *time.Time
 	if !n.AdmitBy.IsZero() {
 		admitBy = &n.AdmitBy
@@ -113,6 +120,7 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 		// writer), or an error (a value the database refuses may belong
 		// to a request whose run exists already and is answered as it is).
 		if run, err = scanRun(s.pool.QueryRow(ctx, admitSQL(`NOT EXISTS (SELECT 1 FROM runs WHERE run_id = $1)`), args...)); err == nil {
+			admitted = true
 			return run, false, nil
 		}
 		if ctx.Err() != nil {
@@ -158,6 +166,7 @@ func (s *Store) StartRun(ctx context.Context, n NewRun) (run Run, existing bool,
 		}
 		run, err = scanRun(tx.QueryRow(ctx, admitSQL(`true`), args...))
 		if !errors.Is(err, ErrNotFound) {
+			admitted = err == nil
 			return err
 		}
 		// Nothing was written (the rare path): say why.
@@ -242,7 +251,13 @@ type RunResult struct {
 // media its generation nodes made (zero without any), so a failed run
 // without media is charged nothing. Calling it again (an activity retry)
 // changes nothing.
-func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
+func (s *Store) FinishRun(ctx context.Context, res RunResult) (err error) {
+	finished := false
+	defer func() {
+		if err == nil && finished { // committed: counted once
+			telemetry.RunFinished(res.Status)
+		}
+	}()
 	if len(res.Media) == 0 && res.Cost >= 0 {
 		// The usual case, an open run with a hold and no library items,
 		// is one statement and one round trip (finishSQL). When it
@@ -254,10 +269,15 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 		if res.Status == "success" || res.Cost > 0 {
 			to = "captured"
 		}
-		var done bool
+		var held int64
 		err := s.pool.QueryRow(ctx, finishSQL, res.RunID, res.Status, res.Outputs, res.Nodes, res.PromptTokens, res.CompletionTokens,
-			res.Cost, res.Error, res.FinishedAt, to).Scan(&done)
-		if err == nil || ctx.Err() != nil {
+			res.Cost, res.Error, res.FinishedAt, to).Scan(&held)
+		if err == nil {
+			finished = true
+			telemetry.CreditSettled(held, int64(res.Cost))
+			return nil
+		}
+		if ctx.Err() != nil {
 			return err
 		}
 	}
@@ -271,6 +291,7 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) error {
 		if r.Status != "running" {
 			return nil // already finished: a retried activity
 		}
+		finished = true
 		write := func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, `
 				UPDATE runs SET status = $2, outputs = $3, nodes = $4, prompt_tokens = $5, completion_tokens = $6,
@@ -328,7 +349,7 @@ const finishSQL = `
 		cost_micros = $7, error = $8, finished_at = $9,
 		duration_ms = (extract(epoch FROM ($9::timestamptz - started_at)) * 1000)::bigint
 	FROM h WHERE runs.run_id = $1
-	RETURNING true`
+	RETURNING h.amount_micros`
 
 // ChargesForHold counts charge entries of a hold (tests: charged once).
 func (s *Store) ChargesForHold(ctx context.Context, holdID string) (int, money.Micros, error) {

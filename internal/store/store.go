@@ -33,13 +33,18 @@ type Store struct {
 // Open connects, checks the server answers and applies pending migrations.
 // Every process that opens the store migrates; a Postgres advisory lock makes
 // concurrent starts (frontend and worker together) safe.
-func Open(ctx context.Context, url string, maxConns int32, log *slog.Logger) (*Store, error) {
+// configure adjusts the pool's configuration first (telemetry's query
+// tracer).
+func Open(ctx context.Context, url string, maxConns int32, log *slog.Logger, configure ...func(*pgxpool.Config)) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database URL is malformed: %w", err)
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	for _, f := range configure {
+		f(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -86,6 +91,9 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger) error {
 
 // Close releases the pool.
 func (s *Store) Close() { s.pool.Close() }
+
+// Stat is the pool's statistics (telemetry reports them).
+func (s *Store) Stat() *pgxpool.Stat { return s.pool.Stat() }
 
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }

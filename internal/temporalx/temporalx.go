@@ -25,7 +25,7 @@ import (
 // Connect dials the Temporal frontend t names, with its TLS (mutual TLS,
 // a private CA, a server name) and its API key (Temporal Cloud), and
 // checks that it answers. Every production role and command dials this way.
-func Connect(ctx context.Context, t config.Temporal, log *slog.Logger) (client.Client, error) {
+func Connect(ctx context.Context, t config.Temporal, log *slog.Logger, configure ...func(*client.Options) error) (client.Client, error) {
 	tlsConf, err := t.TLS.Config()
 	if err != nil {
 		return nil, err
@@ -39,17 +39,17 @@ func Connect(ctx context.Context, t config.Temporal, log *slog.Logger) (client.C
 			// is never sent in the clear.
 			o.Credentials = client.NewAPIKeyStaticCredentials(t.APIKey)
 		}
-	})
+	}, configure)
 }
 
 // Dial connects to the frontend at address and checks that it answers, so a
 // wrong address fails at start-up with one sentence instead of on first use.
 // A non-empty codecKeys seals every payload (internal/codec).
-func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger) (client.Client, error) {
-	return dial(ctx, address, namespace, codecKeys, log, nil)
+func Dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger, configure ...func(*client.Options) error) (client.Client, error) {
+	return dial(ctx, address, namespace, codecKeys, log, nil, configure)
 }
 
-func dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger, secure func(*client.Options)) (client.Client, error) {
+func dial(ctx context.Context, address, namespace, codecKeys string, log *slog.Logger, secure func(*client.Options), configure []func(*client.Options) error) (client.Client, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	opts := client.Options{
@@ -77,6 +77,13 @@ func dial(ctx context.Context, address, namespace, codecKeys string, log *slog.L
 		// activity's last heartbeat): decoded with the same codec, or a
 		// workflow cannot read them.
 		opts.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: opts.DataConverter})
+	}
+	// The caller's additions (telemetry's metrics handler and tracing
+	// interceptor).
+	for _, f := range configure {
+		if err := f(&opts); err != nil {
+			return nil, err
+		}
 	}
 	c, err := client.DialContext(dialCtx, opts)
 	if err != nil {

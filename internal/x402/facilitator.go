@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"conduit/internal/telemetry"
 )
 
 // Facilitator verifies and settles payments (the x402 facilitator API).
@@ -45,7 +47,7 @@ type HTTPFacilitator struct {
 // NewHTTPFacilitator builds a client; the base URL's trailing slash is
 // dropped as the official clients do.
 func NewHTTPFacilitator(baseURL string, headers map[string]string, timeout time.Duration) *HTTPFacilitator {
-	return &HTTPFacilitator{BaseURL: strings.TrimRight(baseURL, "/"), Headers: headers, Client: &http.Client{Timeout: timeout}}
+	return &HTTPFacilitator{BaseURL: strings.TrimRight(baseURL, "/"), Headers: headers, Client: &http.Client{Timeout: timeout, Transport: telemetry.Transport(nil)}}
 }
 
 type facilitatorRequest struct {
