@@ -325,7 +325,7 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) (err error) {
 // charge ($7), then, exactly as settleTx does, the release entry, the
 // charge entry (when there is a charge), the hold settled to $10, the
 // balance given back what was not charged, and the result written. Its
-// ledger entries carry settleTx's idempotency keys. No row: nothing
+// ledger entries carry settleTx's idempotency keys. It answers the hold's amount; no row: nothing
 // changed.
 const finishSQL = `
 	WITH r AS (
