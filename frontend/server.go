@@ -34,9 +34,9 @@ import (
 	"conduit/internal/telemetry"
 	"conduit/internal/tools"
 	"conduit/internal/topup"
-	"conduit/internal/zkverify"
 	"conduit/internal/zkagg"
 	"conduit/internal/zkpassport"
+	"conduit/internal/zkverify"
 )
 
 // Deps are what the handlers need.
