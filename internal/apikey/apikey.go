@@ -107,14 +107,6 @@ const (
 	ProofsRead  = "proofs:read"
 )
 
-var allScopes = []string{
-	PipelinesRead, PipelinesRun, PipelinesWrite, KeysManage, MediaRead, MediaWrite,
-	RedactProxy, RedactRun, RedactLog,
-	PIIIngest, PIIRead, PIIWrite, PIIDelete, PIIConsent, PIIAudit,
-	EnclavesRead, EnclavesWrite, TasksRead, TasksWrite, LogsRead,
-	ProofsWrite, ProofsRead,
-}
-
 // Scope is one scope as a person choosing it reads it.
 type Scope struct {
 	Name string `json:"name"`
@@ -162,10 +154,26 @@ var catalog = []ScopeGroup{
 		{PIIConsent, "record and read consent"},
 		{PIIAudit, "read the vault's audit trail"},
 	}},
+	{"Proofs", []Scope{
+		{ProofsWrite, "register verification keys, submit proofs and KYC proofs"},
+		{ProofsRead, "read proof jobs and a KYC proof's private fields"},
+	}},
 	{"Account", []Scope{
 		{KeysManage, "create and change API keys"},
 	}},
 }
+
+// allScopes is every scope of the catalog: one list, so what keys can
+// hold and what the dashboard offers never drift apart.
+var allScopes = func() []string {
+	var out []string
+	for _, g := range catalog {
+		for _, sc := range g.Scopes {
+			out = append(out, sc.Name)
+		}
+	}
+	return out
+}()
 
 // Catalog is every scope, grouped and described (a copy).
 func Catalog() []ScopeGroup {
