@@ -170,8 +170,16 @@ func TestScaleOut(t *testing.T) {
 	stream(survivor)
 	victim := workers[1]
 	identity := strconv.Itoa(victim.cmd.Process.Pid) + "@"
-	if !waitFor(30*time.Second, func() bool { return holdsTask(t, since, identity) }) {
-		t.Logf("worker 1 held no workflow task within 30 s; killing it anyway")
+	// Either worker may take any task: keep slow work coming until the
+	// victim holds one, so the kill lands on an open workflow.
+	held := false
+	for deadline := time.Now().Add(90 * time.Second); !held && time.Now().Before(deadline); {
+		if held = waitFor(time.Second, func() bool { return holdsTask(t, since, identity) }); !held {
+			invoke(survivor, true, rng.IntN(2) == 0)
+		}
+	}
+	if !held {
+		t.Logf("worker 1 held no workflow task within 90 s; killing it anyway")
 	}
 	kills = append(kills, kill{round: 1, after: time.Since(since), open: openWorkflows(t, since)})
 	victim.kill()
