@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,14 @@ func TestZKAggregationBatchesAndContinues(t *testing.T) {
 	if strings.Join(recorded.JobIDs, ",") != "a,b,c" || recorded.AggregationID != 4 || recorded.DomainID != 9 {
 		t.Fatalf("recorded %+v", recorded)
 	}
+	// The test environment delivers signals to external workflows in no
+	// fixed order: read them by status, then place.
+	sort.SliceStable(told, func(i, j int) bool {
+		if (told[i].Status == ZKAggregated) != (told[j].Status == ZKAggregated) {
+			return told[i].Status == ZKAggregated
+		}
+		return told[i].LeafIndex < told[j].LeafIndex
+	})
 	if len(told) != 6 || told[0].Status != ZKAggregated || told[5].Status != ZKAggregationPublished || told[5].Receipt != "0xtx" ||
 		told[0].Receipt != "" || told[1].MerkleProof[0] != "0x2" || told[2].NumberOfLeaves != 3 || told[2].Leaf != st("c") {
 		t.Fatalf("notices %+v", told)
