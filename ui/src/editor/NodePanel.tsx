@@ -2,7 +2,7 @@ import { useEffect, useState } from "react";
 import type { Edge } from "@xyflow/react";
 import type { GraphNode, Problem } from "../api";
 import { kindOf, type FieldSpec } from "./graph";
-import { AspectPicker, MediaModelPicker, RulesField, SecondsPicker, TemplateField, TextModelPicker, VoicePicker } from "./fields";
+import { AspectPicker, JsonField, MediaModelPicker, RulesField, SecondsPicker, TemplateField, TextModelPicker, VoicePicker } from "./fields";
 
 type Props = {
   node: GraphNode;
@@ -239,31 +239,6 @@ function Notes({ help, text, err, problems }: { help?: string; text?: string; er
           {problems.map((p) => p.message).join("; ")}
         </p>
       )}
-    </>
-  );
-}
-
-function JsonField({ common, value, onChange }: { common: Record<string, unknown>; value: unknown; onChange: (v: unknown) => void }) {
-  const [text, setText] = useState(value === undefined ? "" : JSON.stringify(value));
-  const [bad, setBad] = useState(false);
-  return (
-    <>
-      <textarea
-        {...common}
-        rows={3}
-        className="mono"
-        value={text}
-        onChange={(e) => {
-          setText(e.target.value);
-          try {
-            onChange(e.target.value.trim() === "" ? undefined : JSON.parse(e.target.value));
-            setBad(false);
-          } catch {
-            setBad(true);
-          }
-        }}
-      />
-      {bad && <p className="error small">Not valid JSON yet: the last valid value is kept.</p>}
     </>
   );
 }

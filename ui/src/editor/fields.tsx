@@ -231,16 +231,38 @@ export function RulesField({ common, value, onChange }: { common: Common; value:
 }
 
 function JsonText({ id, label, value, onChange }: { id: string; label: string; value: unknown; onChange: (v: unknown) => void }) {
-  const [text, setText] = useState(value === undefined ? "" : JSON.stringify(value, null, 1));
-  const [bad, setBad] = useState(false);
   return (
     <>
       <label htmlFor={id} className="small">
         {label}
       </label>
+      <JsonField common={{ id }} rows={4} indent={1} value={value} onChange={onChange} />
+    </>
+  );
+}
+
+// JsonField edits a value as JSON text; while the text does not parse,
+// the last valid value is kept.
+export function JsonField({
+  common,
+  value,
+  onChange,
+  rows = 3,
+  indent,
+}: {
+  common: Record<string, unknown>;
+  value: unknown;
+  onChange: (v: unknown) => void;
+  rows?: number;
+  indent?: number;
+}) {
+  const [text, setText] = useState(value === undefined ? "" : JSON.stringify(value, null, indent));
+  const [bad, setBad] = useState(false);
+  return (
+    <>
       <textarea
-        id={id}
-        rows={4}
+        {...common}
+        rows={rows}
         className="mono"
         value={text}
         onChange={(e) => {
