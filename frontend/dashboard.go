@@ -44,7 +44,7 @@ func (s *Server) creditsPage(c *gin.Context) {
 		return
 	}
 	if signedIn {
-		bal, err := s.deps.Store.Balance(c.Request.Context(), h.Login.AccountID)
+		bal, err := s.deps.Accounts.Balance(c.Request.Context(), h.Login.AccountID)
 		if err != nil {
 			fail(c, err)
 			return

@@ -223,3 +223,8 @@ func entryView(e store.LedgerEntry) LedgerEntry {
 	}
 	return v
 }
+
+// Balance is the account's spendable credit.
+func (s *Service) Balance(ctx context.Context, account string) (money.Micros, error) {
+	return s.Store.Balance(ctx, account)
+}
