@@ -366,6 +366,12 @@ func start(ctx context.Context, log *slog.Logger, o options) (*Env, func(), erro
 	if os.Getenv(config.EnvPrefix+"_QUOTA_MIN_TASK_INTERVAL") == "" {
 		cfg.Quota.MinTaskInterval = time.Second
 	}
+	// A test starts a batch's proof jobs together, but on a loaded machine
+	// their statements can reach the aggregation seconds apart: a window
+	// well past that spread keeps one test's jobs in one batch.
+	if os.Getenv(config.EnvPrefix+"_ZKAGG_BATCH_WAIT") == "" {
+		cfg.ZKAgg.BatchWait = 15 * time.Second
+	}
 	cfg.HTTP.Addr = ln.Addr().String()
 	cfg.HTTP.PublicURL = "http://" + ln.Addr().String()
 	if err := cfg.ValidateProduction(); err != nil {
