@@ -21,9 +21,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -57,7 +59,27 @@ type Service struct {
 	TopUpURL string
 	// Deltas wakes streamed chat completions (stream.go).
 	Deltas *store.DeltaHub
+
+	snapshotsOnce sync.Once
+	snapshots     *lru.Cache[snapshotKey, snapshot]
 }
+
+// A published version never changes (nothing updates pipeline_versions), so
+// its row and parsed graph are kept and every call of a pipeline after the
+// first skips a read and a parse. Looked up only after the caller's
+// ownership of the pipeline has been checked.
+type snapshotKey struct {
+	pipeline string
+	version  int
+}
+
+type snapshot struct {
+	v store.PipelineVersion
+	g *graph.Graph
+}
+
+// snapshotsKept bounds the cache: a snapshot is a few KB parsed.
+const snapshotsKept = 1024
 
 // CheckRunID refuses a run id without its '#' with a 404 that says how to
 // send one: every run id has one, so such an id had its '#' sent raw, which
@@ -95,6 +117,11 @@ func (s *Service) Serving(ctx context.Context, p store.Pipeline) (*Target, error
 	if p.ServingVersion == nil {
 		return nil, errs.Conflictf("pipeline %q is not published; publish a version first", p.ID)
 	}
+	s.snapshotsOnce.Do(func() { s.snapshots, _ = lru.New[snapshotKey, snapshot](snapshotsKept) })
+	key := snapshotKey{p.ID, *p.ServingVersion}
+	if snap, ok := s.snapshots.Get(key); ok {
+		return &Target{Pipeline: p, Graph: snap.g, Version: snap.v}, nil
+	}
 	v, err := s.Store.Version(ctx, p.ID, *p.ServingVersion)
 	if err != nil {
 		return nil, err
@@ -103,6 +130,7 @@ func (s *Service) Serving(ctx context.Context, p store.Pipeline) (*Target, error
 	if err != nil {
 		return nil, err
 	}
+	s.snapshots.Add(key, snapshot{v, g})
 	return &Target{Pipeline: p, Graph: g, Version: v}, nil
 }
 
