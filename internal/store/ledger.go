@@ -222,7 +222,7 @@ func insertEntry(ctx context.Context, tx pgx.Tx, account, kind string, amount mo
 // balance shown to the owner excludes held credit.
 func (s *Store) Hold(ctx context.Context, account string, amount money.Micros, key string) (string, error) {
 	var holdID string
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		holdID, err = holdTx(ctx, tx, account, amount, key)
 		return err
@@ -264,9 +264,7 @@ func holdTx(ctx context.Context, tx pgx.Tx, account string, amount money.Micros,
 	if _, _, err = insertEntry(ctx, tx, account, EntryHold, -amount, "hold/"+holdID, holdID, key); err != nil {
 		return "", err
 	}
-	// Counted once the hold's writes succeed (a transaction that then
-	// fails to commit is rare; the ledger stays the record).
-	telemetry.CreditHeld(int64(amount))
+	afterCommit(ctx, func() { telemetry.CreditHeld(int64(amount)) })
 	return holdID, nil
 }
 
@@ -297,7 +295,7 @@ func (s *Store) settle(ctx context.Context, holdID, to string, charge money.Micr
 	if charge < 0 {
 		return fmt.Errorf("charge must not be negative, got %s", charge)
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		return settleTx(ctx, tx, holdID, to, charge, also)
 	})
 }
@@ -345,7 +343,7 @@ func settleTx(ctx context.Context, tx pgx.Tx, holdID, to string, charge money.Mi
 			return err
 		}
 	}
-	telemetry.CreditSettled(int64(amount), int64(charge))
+	afterCommit(ctx, func() { telemetry.CreditSettled(int64(amount), int64(charge)) })
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"conduit/internal/money"
 	"conduit/internal/store"
+	"conduit/internal/telemetry"
 )
 
 func newAccount(t *testing.T, free money.Micros) string {
@@ -136,6 +137,7 @@ func TestCaptureRollsBackWithItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := counted(t, captured)
 	boom := errors.New("projection write failed")
 	if err := st.Capture(ctx, h, money.USD, func(pgx.Tx) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("%v", err)
@@ -146,6 +148,35 @@ func TestCaptureRollsBackWithItsRecord(t *testing.T) {
 	if b := balance(t, id); b != 4*money.USD {
 		t.Fatalf("balance %s", b)
 	}
+	// The metrics count credit a transaction moved once it has committed:
+	// the rolled-back capture counted nothing, the one that commits does.
+	if got := counted(t, captured); got != before {
+		t.Fatalf("a rolled-back capture was counted: %v → %v", before, got)
+	}
+	if err := st.Capture(ctx, h, money.USD, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted(t, captured); got != before+float64(money.USD) {
+		t.Fatalf("captured counter %v → %v, want +%d", before, got, money.USD)
+	}
+}
+
+const captured = "conduit_credit_captured_microusd_total"
+
+// counted reads a counter of the process's metrics registry.
+func counted(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := telemetry.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }
 
 // Property: many concurrent holds, captures, releases and grants on one
@@ -241,5 +272,32 @@ func TestWalletAccountsPerNetwork(t *testing.T) {
 	other, err := st.WalletAccount(ctx, "solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1", addr)
 	if err != nil || other.ID == a1.ID {
 		t.Fatalf("networks share an account: %+v %v", other, err)
+	}
+}
+
+// What a transaction's steps leave for after the commit (the credit
+// metrics) runs only once it has committed: never for one that rolls back,
+// never before the commit.
+func TestAfterCommitRunsOnlyAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	ran := false
+	boom := errors.New("a later step failed")
+	err := st.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		store.AfterCommit(ctx, func() { ran = true })
+		return boom
+	})
+	if !errors.Is(err, boom) || ran {
+		t.Fatalf("rolled back: err %v, ran %v", err, ran)
+	}
+	err = st.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		store.AfterCommit(ctx, func() { ran = true })
+		if ran {
+			t.Error("ran before the commit")
+		}
+		_, err := tx.Exec(ctx, `SELECT 1`)
+		return err
+	})
+	if err != nil || !ran {
+		t.Fatalf("committed: err %v, ran %v", err, ran)
 	}
 }

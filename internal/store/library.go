@@ -221,7 +221,7 @@ func (s *Store) OpenMediaJob(ctx context.Context, n NewMediaJob) (job MediaJob, 
 	if len(n.Params) == 0 {
 		n.Params = json.RawMessage(`{}`)
 	}
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if n.IdempotencyKey != "" {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('media-job/' || $1 || '/' || $2))`, n.AccountID, n.IdempotencyKey); err != nil {
 				return err

@@ -90,7 +90,7 @@ func (s *Store) OpenPaidMediaRun(ctx context.Context, n NewMediaRun) (MediaRun, 
 		return MediaRun{}, errors.New("a paid run needs its settled transaction and amount")
 	}
 	var run MediaRun
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if r, err := scanMediaRun(tx.QueryRow(ctx, `SELECT `+mediaCols+mediaFrom+`WHERE m.run_id = $1`, n.RunID)); err == nil {
 			run = r
 			return nil
@@ -178,7 +178,7 @@ func (e *RetryRefusal) Error() string { return "retry refused: " + string(e.Why)
 // *RetryRefusal and writes nothing.
 func (s *Store) OpenRetryMediaRun(ctx context.Context, oldRunID string, n NewMediaRun) (MediaRun, error) {
 	var run MediaRun
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if r, err := scanMediaRun(tx.QueryRow(ctx, `SELECT `+mediaCols+mediaFrom+`WHERE m.run_id = $1`, n.RunID)); err == nil {
 			run = r
 			return nil

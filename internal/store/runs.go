@@ -283,7 +283,7 @@ func (s *Store) FinishRun(ctx context.Context, res RunResult) (err error) {
 	}
 	// One transaction: the run is read under its row lock, so a retried
 	// activity racing the first attempt waits and then finds it finished.
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE run_id = $1 FOR UPDATE`, res.RunID))
 		if err != nil {
 			return err

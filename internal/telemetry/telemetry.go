@@ -48,8 +48,12 @@ var (
 	propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 )
 
-// Registry is the process's Prometheus registry.
-func Registry() *prometheus.Registry { return registry }
+// Registry is the process's Prometheus registry, the platform's metrics
+// registered in it.
+func Registry() *prometheus.Registry {
+	_ = setup()
+	return registry
+}
 
 // Handler answers GET /metrics in the Prometheus text format.
 func Handler() http.Handler {
