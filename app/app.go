@@ -86,6 +86,7 @@ type Platform struct {
 
 // Open connects to PostgreSQL (migrating it) and to Temporal.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Platform, error) {
+	tuneRuntime(log)
 	tel, err := OpenTelemetry(ctx, cfg, log)
 	if err != nil {
 		return nil, err
