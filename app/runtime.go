@@ -13,7 +13,7 @@ import (
 // says otherwise. Most of what the process allocates is short-lived
 // protobuf traffic to and from Temporal, per message rather than per byte
 // kept, so the collector's cost follows the allocation rate over GOGC: at
-// the default 100 it was about 9 % of an invoke's CPU, 200 halves it for
+// the default 100 it was about 7 % of an invoke's CPU, 200 halves it for
 // a heap at most three times the live one instead of two (bench/README.md,
 // "Garbage collection").
 const gcPercent = 200
