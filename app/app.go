@@ -297,7 +297,14 @@ func (p *Platform) usageSources() []quota.Source {
 	if p.Library != nil {
 		out = append(out, libraryUsage{p.Library})
 	}
-	return append(out, p.piiUsage())
+	out = append(out, p.piiUsage())
+	if p.Proofs != nil {
+		out = append(out, p.Proofs.ZKVerify, p.Proofs.KYC)
+	}
+	if p.ZKPassport != nil {
+		out = append(out, p.ZKPassport)
+	}
+	return out
 }
 
 // libraryUsage reports the library's bytes against its quota.

@@ -126,6 +126,29 @@ func TestZKPassportRequestsBounded(t *testing.T) {
 	if m := r.JSON(t); r.Status != 429 || m["code"] != "QUOTA_EXCEEDED" || m["resource"] != "zkpassportRequests" || m["used"] != float64(2) || m["limit"] != float64(2) {
 		t.Fatalf("third: %d %s", r.Status, r.Body)
 	}
+	// The owner's usage report counts the open requests against the limit.
+	u := env.Do(t, "GET", "/api/account/usage", nil, apptest.Bearer(key)...)
+	var report struct {
+		Resources []struct {
+			Resource    string
+			Used, Limit float64
+		}
+	}
+	if err := json.Unmarshal(u.Body, &report); err != nil || u.Status != 200 {
+		t.Fatalf("usage: %d %s", u.Status, u.Body)
+	}
+	found := false
+	for _, it := range report.Resources {
+		if it.Resource == "zkpassportRequests" {
+			found = true
+			if it.Used != 2 || it.Limit != 2 {
+				t.Fatalf("usage of zkPassport requests: %+v", it)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the usage report lacks zkPassport requests: %s", u.Body)
+	}
 }
 
 // A request past its validity is expired by its workflow; verifying it

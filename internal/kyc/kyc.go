@@ -306,3 +306,9 @@ func (s *Service) Verify(ctx context.Context, id string) (Verification, error) {
 	return Verification{ProofID: p.ID, IsValid: p.Status == activities.KYCVerified, CryptographicallyVerified: p.CryptoVerified,
 		PublicInputs: p.PublicInputs, VerifiedAt: p.VerifiedAt, ChainVerified: onChain, ExpiresAt: p.ExpiresAt}, nil
 }
+
+// Usage reports the account's KYC proofs not yet expired against their
+// limit (a quota.Source for GET /api/account/usage).
+func (s *Service) Usage(ctx context.Context, account string) ([]quota.Item, error) {
+	return quota.CountEach(ctx, s.Store, account, quota.Bound{Resource: quota.KYCProofs, Limit: s.Limit})
+}

@@ -160,13 +160,30 @@ type Counted struct {
 
 // Usage counts each count-bounded resource.
 func (c Counted) Usage(ctx context.Context, account string) ([]Item, error) {
-	var out []Item
+	var bounds []Bound
 	for _, r := range []Resource{Enclaves, Tasks, APIKeys, Pipelines} {
-		n, err := c.Counter.Count(ctx, account, r)
+		bounds = append(bounds, Bound{r, c.Limits.Of(r)})
+	}
+	return CountEach(ctx, c.Counter, account, bounds...)
+}
+
+// Bound is a counted resource and its limit (0: none).
+type Bound struct {
+	Resource Resource
+	Limit    int64
+}
+
+// CountEach is account's use of each bounded resource, as the usage
+// report lists it: how a service whose own quotas it checks (the vault,
+// the proofs) reports them.
+func CountEach(ctx context.Context, c Counter, account string, bounds ...Bound) ([]Item, error) {
+	out := make([]Item, 0, len(bounds))
+	for _, b := range bounds {
+		n, err := c.Count(ctx, account, b.Resource)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Item{Resource: r, Used: n, Limit: limitPtr(c.Limits.Of(r))})
+		out = append(out, Item{Resource: b.Resource, Used: n, Limit: limitPtr(b.Limit)})
 	}
 	return out, nil
 }

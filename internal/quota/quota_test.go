@@ -184,7 +184,8 @@ func TestConcurrentCreatesStayWithinTheQuota(t *testing.T) {
 func TestUsage(t *testing.T) {
 	_, key := env.NewAccount(t)
 	u := usage(t, key)
-	for _, r := range []string{"enclaves", "tasks", "apiKeys", "pipelines", "mediaBytes", "piiSubjects", "piiTokens"} {
+	for _, r := range []string{"enclaves", "tasks", "apiKeys", "pipelines", "mediaBytes", "piiSubjects", "piiTokens",
+		"zkKeys", "zkJobs", "kycProofs", "zkpassportRequests"} {
 		if u[r] == nil {
 			t.Fatalf("usage lacks %s: %v", r, u)
 		}
@@ -192,6 +193,11 @@ func TestUsage(t *testing.T) {
 	used(t, key, "enclaves", 0, 2)
 	used(t, key, "tasks", 0, 2)
 	used(t, key, "apiKeys", 1, 3)
+	// The proofs' quotas, at their defaults.
+	used(t, key, "zkKeys", 0, 50)
+	used(t, key, "zkJobs", 0, 100)
+	used(t, key, "kycProofs", 0, 1000)
+	used(t, key, "zkpassportRequests", 0, 100)
 	// The library's bytes, against media.library.quota_bytes (2 GiB).
 	if m := u["mediaBytes"]; m["used"] != float64(0) || m["limit"] != float64(2<<30) {
 		t.Fatalf("usage of media bytes: %v", m)

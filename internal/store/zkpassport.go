@@ -51,12 +51,12 @@ func (s *Store) OpenZKPassportRequest(ctx context.Context, r ZKPassportRequest, 
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('zkpassport:' || $1))`, r.AccountID); err != nil {
 		return err
 	}
-	var open int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM zkpassport_requests WHERE account_id = $1 AND status = 'open' AND expires_at > now()`, r.AccountID).Scan(&open); err != nil {
+	open, err := count(ctx, tx, r.AccountID, quota.ZKPassportRequests)
+	if err != nil {
 		return err
 	}
-	if open >= maxOpen {
-		return quota.Exceeded(quota.ZKPassportRequests, int64(open), int64(maxOpen))
+	if open >= int64(maxOpen) {
+		return quota.Exceeded(quota.ZKPassportRequests, open, int64(maxOpen))
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO zkpassport_requests (id, account_id, domain, scope, name, logo, purpose, mode, query, created_at, expires_at)

@@ -18,6 +18,8 @@ func init() {
 	// still open (a closed job holds nothing).
 	quotaCounts[quota.ZKKeys] = `SELECT count(*) FROM zk_verification_keys WHERE account_id = $1`
 	quotaCounts[quota.ZKJobs] = `SELECT count(*) FROM zk_jobs WHERE account_id = $1 AND closed_at IS NULL`
+	// zkPassport requests neither verified nor expired.
+	quotaCounts[quota.ZKPassportRequests] = `SELECT count(*) FROM zkpassport_requests WHERE account_id = $1 AND status = 'open' AND expires_at > now()`
 }
 
 // ZKKey is a registered verification key.

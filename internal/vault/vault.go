@@ -52,15 +52,8 @@ type Service struct {
 // Usage reports the account's subjects and tokens against their limits
 // (a quota.Source for GET /api/account/usage).
 func (s *Service) Usage(ctx context.Context, account string) ([]quota.Item, error) {
-	var out []quota.Item
-	for _, r := range []quota.Resource{quota.PIISubjects, quota.PIITokens} {
-		n, err := s.Store.Count(ctx, account, r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, quota.Item{Resource: r, Used: n, Limit: quota.Limit(s.Quota.Of(r))})
-	}
-	return out, nil
+	return quota.CountEach(ctx, s.Store, account,
+		quota.Bound{Resource: quota.PIISubjects, Limit: s.Quota.PIISubjects}, quota.Bound{Resource: quota.PIITokens, Limit: s.Quota.PIITokens})
 }
 
 // Caller is who asks (for the audit trail).

@@ -268,3 +268,9 @@ func (s *Service) load(ctx context.Context, accountID, id string) (store.ZKPassp
 	return row, Request{ID: row.ID, Domain: row.Domain, Scope: row.Scope, Mode: row.Mode, Query: q,
 		CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}, nil
 }
+
+// Usage reports the account's open requests against their limit (a
+// quota.Source for GET /api/account/usage).
+func (s *Service) Usage(ctx context.Context, account string) ([]quota.Item, error) {
+	return quota.CountEach(ctx, s.Store, account, quota.Bound{Resource: quota.ZKPassportRequests, Limit: int64(s.Config.MaxOpen)})
+}

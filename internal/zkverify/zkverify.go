@@ -384,3 +384,10 @@ func (s *Service) JobStatus(ctx context.Context, account, id string) (workflows.
 	}
 	return st, nil
 }
+
+// Usage reports the account's registered keys and open jobs against
+// their limits (a quota.Source for GET /api/account/usage).
+func (s *Service) Usage(ctx context.Context, account string) ([]quota.Item, error) {
+	return quota.CountEach(ctx, s.Store, account,
+		quota.Bound{Resource: quota.ZKKeys, Limit: s.Config.MaxKeys}, quota.Bound{Resource: quota.ZKJobs, Limit: s.Config.MaxOpenJobs})
+}
