@@ -49,17 +49,8 @@ type KYCSubmitted struct {
 // and read back (verified, or pending for an algorithm we cannot verify),
 // and at its expiry the proof becomes expired.
 func KYCProof(ctx workflow.Context, in KYCProofInput) error {
-	var answer *KYCSubmitted
-	var admitErr error
-	if err := workflow.SetUpdateHandler(ctx, KYCSubmitUpdate, func(ctx workflow.Context) (KYCSubmitted, error) {
-		if err := workflow.Await(ctx, func() bool { return answer != nil || admitErr != nil }); err != nil {
-			return KYCSubmitted{}, err
-		}
-		if admitErr != nil {
-			return KYCSubmitted{}, admitErr
-		}
-		return *answer, nil
-	}); err != nil {
+	answer, err := answerUpdate[KYCSubmitted](ctx, KYCSubmitUpdate)
+	if err != nil {
 		return err
 	}
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
@@ -69,13 +60,13 @@ func KYCProof(ctx workflow.Context, in KYCProofInput) error {
 	})
 	var opened activities.KYCOpened
 	if err := workflow.ExecuteLocalActivity(lctx, ActKYCOpen, activities.KYCOpen{Proof: in.Proof, AdmitBy: in.AskedAt.Add(ZKAdmitWithin), Limit: in.Limit}).Get(ctx, &opened); err != nil {
-		admitErr = err
+		answer.refuse(err)
 		return nil
 	}
 	sub := KYCSubmitted{ProofID: in.Proof.ID, Status: opened.Status, CryptographicallyVerified: opened.CryptoVerified,
 		VerificationNote: opened.Note, ExpiresAt: in.Proof.ExpiresAt}
 	if opened.Status == activities.KYCFailed {
-		answer = &sub
+		answer.give(sub)
 		return nil
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
@@ -83,11 +74,11 @@ func KYCProof(ctx workflow.Context, in KYCProofInput) error {
 	if err := workflow.ExecuteActivity(actx, ActKYCRecord, rec).Get(ctx, &rec.TxHash); err != nil {
 		// The proof stays pending, unrecorded: its answer says so.
 		sub.VerificationNote += "; it could not be recorded on the chain: " + message(err)
-		answer = &sub
+		answer.give(sub)
 		return nil
 	}
 	sub.ChainTxHash = rec.TxHash
-	answer = &sub
+	answer.give(sub)
 	var confirmed activities.KYCConfirmed
 	if err := workflow.ExecuteActivity(actx, ActKYCConfirm, rec).Get(ctx, &confirmed); err != nil {
 		return err

@@ -42,17 +42,8 @@ type TaskAdmission struct {
 // back, and a schedule that cannot be made removes the record. The
 // schedule's own life is Temporal's; this workflow ends once it exists.
 func TaskAdmit(ctx workflow.Context, in TaskAdmission) (tasks.Task, error) {
-	var done *tasks.Task
-	var admitErr error
-	if err := workflow.SetUpdateHandler(ctx, TaskAdmitUpdate, func(ctx workflow.Context) (tasks.Task, error) {
-		if err := workflow.Await(ctx, func() bool { return done != nil || admitErr != nil }); err != nil {
-			return tasks.Task{}, err
-		}
-		if admitErr != nil {
-			return tasks.Task{}, admitErr
-		}
-		return *done, nil
-	}); err != nil {
+	answer, err := answerUpdate[tasks.Task](ctx, TaskAdmitUpdate)
+	if err != nil {
 		return tasks.Task{}, err
 	}
 	// Let the creator read the answer before the workflow ends.
@@ -64,12 +55,12 @@ func TaskAdmit(ctx workflow.Context, in TaskAdmission) (tasks.Task, error) {
 	var t tasks.Task
 	open := activities.TaskOpen{Task: in.Task, AdmitBy: in.AskedAt.Add(TaskAdmitWithin), Limit: in.Limit}
 	if err := workflow.ExecuteLocalActivity(lctx, ActTaskOpen, open).Get(ctx, &t); err != nil {
-		admitErr = err
+		answer.refuse(err)
 		return tasks.Task{}, nil // nothing was written
 	}
 	sctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
 	if err := workflow.ExecuteActivity(sctx, ActTaskSchedule, in.Task.ID).Get(ctx, &t); err != nil {
-		admitErr = err
+		answer.refuse(err)
 		var app *temporal.ApplicationError
 		if !errors.As(err, &app) || app.Type() != activities.ErrTaskScheduleRefused {
 			// Retries ran out: the record goes, so no task lives without
@@ -80,6 +71,6 @@ func TaskAdmit(ctx workflow.Context, in TaskAdmission) (tasks.Task, error) {
 		}
 		return tasks.Task{}, nil
 	}
-	done = &t
+	answer.give(t)
 	return t, nil
 }

@@ -159,20 +159,11 @@ func ZKProofJob(ctx workflow.Context, in ZKJobInput) error {
 		st.Status, st.StatusID, st.UpdatedAt = status, ZKStatusIDs[status], at
 		st.Transitions = append(st.Transitions, ZKTransition{Status: status, At: at})
 	}
-	var answer *ZKSubmitAnswer
-	var admitErr error
 	if err := workflow.SetQueryHandler(ctx, ZKStatusQuery, func() (ZKJobStatus, error) { return st, nil }); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(ctx, ZKSubmitUpdate, func(ctx workflow.Context) (ZKSubmitAnswer, error) {
-		if err := workflow.Await(ctx, func() bool { return answer != nil || admitErr != nil }); err != nil {
-			return ZKSubmitAnswer{}, err
-		}
-		if admitErr != nil {
-			return ZKSubmitAnswer{}, admitErr
-		}
-		return *answer, nil
-	}); err != nil {
+	answer, err := answerUpdate[ZKSubmitAnswer](ctx, ZKSubmitUpdate)
+	if err != nil {
 		return err
 	}
 	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
@@ -183,7 +174,7 @@ func ZKProofJob(ctx workflow.Context, in ZKJobInput) error {
 	open := activities.ZKOpenJob{JobID: in.JobID, AccountID: in.AccountID, ProofType: in.ProofType, ChainID: in.ChainID,
 		VKHash: in.VKHash, AdmitBy: in.AskedAt.Add(ZKAdmitWithin), Limit: in.Limit}
 	if err := workflow.ExecuteLocalActivity(lctx, ActZKOpenJob, open).Get(ctx, nil); err != nil {
-		admitErr = err
+		answer.refuse(err)
 		return nil // nothing was written
 	}
 	move(ZKQueued)
@@ -195,15 +186,15 @@ func ZKProofJob(ctx workflow.Context, in ZKJobInput) error {
 			st.FailureReason = reason
 			move(ZKFailed)
 		}
-		if answer == nil {
-			answer = &ZKSubmitAnswer{JobID: in.JobID, OptimisticVerify: "failed", Reason: reason}
+		if !answer.settled() {
+			answer.give(ZKSubmitAnswer{JobID: in.JobID, OptimisticVerify: "failed", Reason: reason})
 		}
 		state, _ := json.Marshal(st)
 		return workflow.ExecuteLocalActivity(short, ActZKCloseJob, activities.ZKCloseJob{JobID: in.JobID, Status: st.Status, Reason: reason, State: state}).Get(ctx, nil)
 	}
 
 	if in.Relayed {
-		return finish(relayJob(ctx, in, &st, move, &answer))
+		return finish(relayJob(ctx, in, &st, move, answer))
 	}
 
 	var verified activities.ZKVerified
@@ -214,7 +205,7 @@ func ZKProofJob(ctx workflow.Context, in ZKJobInput) error {
 	}
 	st.Statement = verified.Statement
 	move(ZKValid)
-	answer = &ZKSubmitAnswer{JobID: in.JobID, OptimisticVerify: "success"}
+	answer.give(ZKSubmitAnswer{JobID: in.JobID, OptimisticVerify: "success"})
 
 	rec := activities.ZKRecord{ID: in.JobID, Digest: verified.Statement}
 	if err := workflow.ExecuteActivity(actx, ActZKSubmitRecord, rec).Get(ctx, &rec.TxHash); err != nil {
@@ -297,7 +288,7 @@ func aggregate(ctx workflow.Context, in ZKJobInput, st *ZKJobStatus, move func(s
 // statuses until it ends (Finalized when verify-only, AggregationPublished
 // otherwise, or Failed), within AggregationWait. It answers the failure's
 // reason ("" when the relayer's job ended well).
-func relayJob(ctx workflow.Context, in ZKJobInput, st *ZKJobStatus, move func(string), answer **ZKSubmitAnswer) string {
+func relayJob(ctx workflow.Context, in ZKJobInput, st *ZKJobStatus, move func(string), answer *updateAnswer[ZKSubmitAnswer]) string {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: ShortRetry})
 	var sub relayer.Submitted
 	if err := workflow.ExecuteActivity(actx, ActZKRelaySubmit, relayer.SubmitProof{
@@ -307,7 +298,7 @@ func relayJob(ctx workflow.Context, in ZKJobInput, st *ZKJobStatus, move func(st
 		return "Valid: " + message(err)
 	}
 	st.RelayerJobID = sub.JobID
-	*answer = &ZKSubmitAnswer{JobID: in.JobID, OptimisticVerify: sub.OptimisticVerify}
+	answer.give(ZKSubmitAnswer{JobID: in.JobID, OptimisticVerify: sub.OptimisticVerify})
 	deadline := workflow.Now(ctx).Add(in.AggregationWait)
 	poll := max(in.RelayerPoll, time.Second)
 	for {

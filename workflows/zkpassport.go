@@ -39,37 +39,27 @@ type ZKPassportAdmitted struct {
 
 // ZKPassportRequest is the request's workflow.
 func ZKPassportRequest(ctx workflow.Context, in activities.ZKPassportOpen) error {
-	done := false
-	var refusal error
-	if err := workflow.SetUpdateHandler(ctx, UpdateZKPassportAdmit, func(ctx workflow.Context) (ZKPassportAdmitted, error) {
-		if err := workflow.Await(ctx, func() bool { return done }); err != nil {
-			return ZKPassportAdmitted{}, err
-		}
-		if refusal != nil {
-			return ZKPassportAdmitted{}, refusal
-		}
-		return ZKPassportAdmitted{RequestID: in.ID, ExpiresAt: in.ExpiresAt}, nil
-	}); err != nil {
+	answer, err := answerUpdate[ZKPassportAdmitted](ctx, UpdateZKPassportAdmit)
+	if err != nil {
 		return err
 	}
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 20},
 	})
-	err := workflow.ExecuteActivity(short, ActZKPassportOpen, in).Get(ctx, nil)
-	done = true
-	if err != nil {
+	if err := workflow.ExecuteActivity(short, ActZKPassportOpen, in).Get(ctx, nil); err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrZKPassportRefused {
 			var used, limit int64
 			_ = app.Details(&used, &limit)
-			refusal = temporal.NewNonRetryableApplicationError(app.Message(), activities.ErrZKPassportRefused, nil, used, limit)
+			answer.refuse(temporal.NewNonRetryableApplicationError(app.Message(), activities.ErrZKPassportRefused, nil, used, limit))
 		} else {
-			refusal = temporal.NewNonRetryableApplicationError("the request could not be recorded", "zkpassport_unrecorded", nil)
+			answer.refuse(temporal.NewNonRetryableApplicationError("the request could not be recorded", "zkpassport_unrecorded", nil))
 		}
 		// The refusal is the answer; nothing was written.
 		return workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	}
+	answer.give(ZKPassportAdmitted{RequestID: in.ID, ExpiresAt: in.ExpiresAt})
 
 	closed := false
 	workflow.Go(ctx, func(ctx workflow.Context) {
