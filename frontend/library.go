@@ -19,7 +19,7 @@ const MediaPath = "/api/media"
 
 // listMedia: GET /api/media?kind=&limit=&after=
 func (s *Server) listMedia(c *gin.Context) {
-	in := library.ListMediaArgs{Kind: c.Query("kind"), After: c.Query("after")}
+	in := library.ListMediaArgs{Kind: c.Query("kind"), Origin: c.Query("origin"), After: c.Query("after")}
 	if l := c.Query("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 100 {

@@ -324,6 +324,29 @@ func TestGenerationNodesFillTheLibraryAndAssemble(t *testing.T) {
 	if n := len(listMedia(t, key, "?kind=video")); n != 0 {
 		t.Fatalf("%d video items", n)
 	}
+	// By origin, filtered by the API (not within a page): the two
+	// generated items, the two assemblies, no import; a page of one keeps
+	// the filter in its next page.
+	for origin, want := range map[string]int{"generated": 2, "assembled": 2, "imported": 0} {
+		items := listMedia(t, key, "?origin="+origin)
+		for _, it := range items {
+			if o := it.(map[string]any)["origin"].(map[string]any)["type"]; o != origin {
+				t.Fatalf("origin=%s listed an item of origin %v", origin, o)
+			}
+		}
+		if len(items) != want {
+			t.Fatalf("%d items of origin %s, want %d", len(items), origin, want)
+		}
+	}
+	first := wantStatus(t, do(t, "GET", "/api/media?origin=assembled&limit=1", key, nil), http.StatusOK)
+	next, _ := first["nextUrl"].(string)
+	if len(first["items"].([]any)) != 1 || !strings.Contains(next, "origin=assembled") {
+		t.Fatalf("first page of assemblies %v", first)
+	}
+	second := wantStatus(t, do(t, "GET", strings.TrimPrefix(next, env.URL), key, nil), http.StatusOK)
+	if items := second["items"].([]any); len(items) != 1 || items[0].(map[string]any)["origin"].(map[string]any)["type"] != "assembled" || second["nextUrl"] != nil {
+		t.Fatalf("second page of assemblies %v", second)
+	}
 	// Pages.
 	page := wantStatus(t, do(t, "GET", "/api/media?limit=3", key, nil), http.StatusOK)
 	if len(page["items"].([]any)) != 3 || page["nextAfter"] == nil {
@@ -638,6 +661,7 @@ func TestLibraryBadInputIs400AndWritesNothing(t *testing.T) {
 		t.Errorf("%v", e)
 	}
 	wantStatus(t, do(t, "GET", "/api/media?kind=hologram", key, nil), http.StatusBadRequest)
+	wantStatus(t, do(t, "GET", "/api/media?origin=found", key, nil), http.StatusBadRequest)
 	wantStatus(t, do(t, "GET", "/api/media?limit=0", key, nil), http.StatusBadRequest)
 	if b := balance(t, acct); b != spent {
 		t.Fatalf("refused requests changed the balance: %s → %s", spent, b)

@@ -160,8 +160,12 @@ func TestEditorMediaPipeline(t *testing.T) {
 	x.run("linked to the run", chromedp.WaitVisible(`.media-grid li a[href^="/dashboard/runs/"]`, chromedp.ByQuery))
 	x.choose(`select[name=kind]`, "audio")
 	x.run("kind filter", chromedp.Poll(`(() => { const l = [...document.querySelectorAll(".media-grid li")]; return l.length === 2 && l.every(i => i.dataset.kind === "audio"); })()`, nil))
+	// The origin filter is the API's: the run's two generated audio files,
+	// then no import at all.
+	x.choose(`select[name=origin]`, "generated")
+	x.run("origin filter", chromedp.Poll(`(() => { const l = [...document.querySelectorAll(".media-grid li")]; return l.length === 2 && l.every(i => i.dataset.kind === "audio"); })()`, nil))
 	x.choose(`select[name=origin]`, "imported")
-	x.run("origin filter", chromedp.WaitNotPresent(`.media-grid li`, chromedp.ByQuery), x.waitText("p", "Nothing of that origin"))
+	x.run("no import", chromedp.WaitNotPresent(`.media-grid li`, chromedp.ByQuery), x.waitText("p", "Nothing matches these filters"))
 	x.accessible("media")
 	x.shot("media-library")
 }

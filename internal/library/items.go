@@ -13,9 +13,10 @@ import (
 
 // ListMediaArgs are list_media's arguments (GET /api/media's query).
 type ListMediaArgs struct {
-	Kind  string `json:"kind,omitempty" jsonschema:"only items of this kind: video, audio or image"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many items, 1 to 100 (default 20)"`
-	After string `json:"after,omitempty" jsonschema:"continue after this item id: the previous page's nextAfter"`
+	Kind   string `json:"kind,omitempty" jsonschema:"only items of this kind: video, audio or image"`
+	Origin string `json:"origin,omitempty" jsonschema:"only items of this origin: generated, imported, assembled or edited"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"at most this many items, 1 to 100 (default 20)"`
+	After  string `json:"after,omitempty" jsonschema:"continue after this item id: the previous page's nextAfter"`
 }
 
 // MediaList is a page of the library, newest first (the paging convention
@@ -56,6 +57,11 @@ func (s *Service) ListMedia(ctx context.Context, account string, in ListMediaArg
 	default:
 		return MediaList{}, invalid("kind", "kind must be video, audio or image, not %q", in.Kind)
 	}
+	switch in.Origin {
+	case "", store.OriginGenerated, store.OriginImported, store.OriginAssembled, store.OriginEdited:
+	default:
+		return MediaList{}, invalid("origin", "origin must be generated, imported, assembled or edited, not %q", in.Origin)
+	}
 	limit := in.Limit
 	switch {
 	case limit == 0:
@@ -66,7 +72,7 @@ func (s *Service) ListMedia(ctx context.Context, account string, in ListMediaArg
 	if in.After != "" && !itemIDRE.MatchString(in.After) {
 		return MediaList{}, invalid("after", "after must be an item id (med_…) from the previous page")
 	}
-	rows, err := s.Store.MediaItemPage(ctx, account, in.Kind, in.After, limit+1)
+	rows, err := s.Store.MediaItemPage(ctx, account, in.Kind, in.Origin, in.After, limit+1)
 	if err != nil {
 		return MediaList{}, err
 	}
@@ -74,7 +80,7 @@ func (s *Service) ListMedia(ctx context.Context, account string, in ListMediaArg
 	if len(rows) > limit {
 		rows = rows[:limit]
 		out.NextAfter = rows[limit-1].ID
-		out.NextURL = paging.NextURL(s.BaseURL, "/api/media", url.Values{"kind": {in.Kind}, "limit": {strconv.Itoa(limit)}}, out.NextAfter)
+		out.NextURL = paging.NextURL(s.BaseURL, "/api/media", url.Values{"kind": {in.Kind}, "origin": {in.Origin}, "limit": {strconv.Itoa(limit)}}, out.NextAfter)
 	}
 	for _, r := range rows {
 		out.Items = append(out.Items, s.record(r))

@@ -102,15 +102,16 @@ func (s *Store) MediaItem(ctx context.Context, account, id string) (MediaItem, e
 	return scanItem(s.pool.QueryRow(ctx, `SELECT `+itemCols+` FROM media_items WHERE id = $1 AND account_id = $2`, id, account))
 }
 
-// MediaItemPage lists the account's items newest first; kind filters when
-// not empty; after continues from a previous page's last item id.
-func (s *Store) MediaItemPage(ctx context.Context, account, kind, after string, limit int) ([]MediaItem, error) {
+// MediaItemPage lists the account's items newest first; kind and origin
+// filter when not empty; after continues from a previous page's last item
+// id.
+func (s *Store) MediaItemPage(ctx context.Context, account, kind, origin, after string, limit int) ([]MediaItem, error) {
 	return queryList(ctx, s, scanItem, `
 		SELECT `+itemCols+` FROM media_items
-		WHERE account_id = $1 AND ($2 = '' OR kind = $2)
+		WHERE account_id = $1 AND ($2 = '' OR kind = $2) AND ($5 = '' OR origin = $5)
 		  AND ($3 = '' OR (created_at, id) < (SELECT created_at, id FROM media_items WHERE id = $3 AND account_id = $1))
 		ORDER BY created_at DESC, id DESC
-		LIMIT $4`, account, kind, after, limit)
+		LIMIT $4`, account, kind, after, limit, origin)
 }
 
 // DeleteMediaItem removes one of the account's items. removeFile runs

@@ -25,9 +25,9 @@ const origins = ["generated", "imported", "assembled", "edited"];
 export function Media() {
   const [kind, setKind] = useState("");
   const [origin, setOrigin] = useState("");
-  const list = usePagedList<{ items: Item[] }>("/api/media", { kind });
-  // The API filters by kind; the origin filter narrows the page shown.
-  const items = list.data?.items.filter((i) => !origin || i.origin?.type === origin);
+  // The API filters by kind and origin, so every page holds only matches.
+  const list = usePagedList<{ items: Item[] }>("/api/media", { kind, origin });
+  const items = list.data?.items;
   return (
     <Page title="Media and purchases">
       <p>Files your runs made or you imported, with what each was charged. They are yours to play and download.</p>
@@ -43,7 +43,7 @@ export function Media() {
         <SelectFilter label="Origin" name="origin" value={origin} onChange={setOrigin} anyLabel="any origin" options={origins.map((o) => ({ value: o, label: o }))} />
       </div>
       <ErrorNote error={list.error} />
-      {items && items.length === 0 && <p>{list.data?.items.length ? "Nothing of that origin on this page." : "Nothing yet."}</p>}
+      {items && items.length === 0 && <p>{kind || origin ? "Nothing matches these filters." : "Nothing yet."}</p>}
       <ul className="media-grid" aria-label="Media library, newest first">
         {items?.map((i) => {
           const k = mediaKindOf(i.url, i.contentType);
