@@ -28,6 +28,7 @@ import (
 	"conduit/internal/logging"
 	"conduit/internal/quota"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/internal/zkverify/registry"
 	"conduit/workflows"
 )
@@ -178,14 +179,8 @@ func (s *Service) Submit(ctx context.Context, account string, in Submission) (Su
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.WfKYCProof, workflows.KYCProofInput{Proof: p, AskedAt: time.Now(), Limit: s.Limit})
-	var out Submitted
-	h, err := s.Temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: op,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.KYCSubmitUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	if err == nil {
-		err = h.Get(waitCtx, &out.KYCSubmitted)
-	}
+	sub, err := temporalx.Admit[workflows.KYCSubmitted](waitCtx, s.Temporal, op, client.UpdateWorkflowOptions{UpdateName: workflows.KYCSubmitUpdate})
+	out := Submitted{KYCSubmitted: sub}
 	var app *temporal.ApplicationError
 	switch {
 	case err == nil:

@@ -23,6 +23,7 @@ import (
 	"conduit/internal/media"
 	"conduit/internal/money"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/workflows"
 )
 
@@ -491,15 +492,8 @@ func (s *Service) start(ctx context.Context, account string, r jobRequest, key s
 			TypedSearchAttributes: temporal.NewSearchAttributes(
 				workflows.AttrKind.ValueSet(r.kind), workflows.AttrAccountID.ValueSet(account), workflows.AttrRunStatus.ValueSet(workflows.StatusRunning)),
 		}, workflows.WfMediaEdit, in)
-		var h client.WorkflowUpdateHandle
-		h, err = s.Temporal.UpdateWithStartWorkflow(wctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: op,
-			UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.AdmissionUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
-				Args: []any{workflows.JobRequest{RequestHash: in.Job.RequestHash}}},
-		})
-		if err == nil {
-			err = h.Get(wctx, &adm)
-		}
+		adm, err = temporalx.Admit[workflows.JobAdmission](wctx, s.Temporal, op, client.UpdateWorkflowOptions{
+			UpdateName: workflows.AdmissionUpdate, Args: []any{workflows.JobRequest{RequestHash: in.Job.RequestHash}}})
 		if err == nil || wctx.Err() != nil {
 			break
 		}

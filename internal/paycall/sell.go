@@ -20,6 +20,7 @@ import (
 	"conduit/internal/payments"
 	"conduit/internal/runs"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/internal/x402"
 	"conduit/workflows"
 )
@@ -204,14 +205,7 @@ func (s *Service) start(ctx context.Context, k Kind, in workflows.RenderInput) (
 	}, workflows.WfRender, in)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	h, err := s.Temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.AdmissionUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	var adm workflows.Admission
-	if err == nil {
-		err = h.Get(waitCtx, &adm)
-	}
+	adm, err := temporalx.Admit[workflows.Admission](waitCtx, s.Temporal, start, client.UpdateWorkflowOptions{UpdateName: workflows.AdmissionUpdate})
 	if err != nil {
 		logging.From(ctx).Error("starting a render failed", "run", in.Run.RunID, "err", err)
 		return adm, &errs.Error{Kind: errs.Unavailable, Msg: "the request could not be processed now; if a payment was taken the run finishes on its own at statusUrl",

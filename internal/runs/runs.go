@@ -267,17 +267,9 @@ func (s *Service) Start(ctx context.Context, account string, t *Target, rr Reque
 				workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
 			),
 		}, workflows.WfPipelineRun, in)
-		var h client.WorkflowUpdateHandle
-		h, err = tc.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				UpdateName: workflows.AdmissionUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
-				Args: []any{workflows.RunRequest{RunID: in.RunID, RequestHash: in.RequestHash}},
-			},
+		adm, err = temporalx.Admit[workflows.RunAdmission](waitCtx, tc, start, client.UpdateWorkflowOptions{
+			UpdateName: workflows.AdmissionUpdate, Args: []any{workflows.RunRequest{RunID: in.RunID, RequestHash: in.RequestHash}},
 		})
-		if err == nil {
-			err = h.Get(waitCtx, &adm)
-		}
 		if err == nil || waitCtx.Err() != nil {
 			break
 		}

@@ -206,3 +206,16 @@ func RequireCodec(ctx context.Context, c client.Client, workflowID, codecKeys st
 	}
 	return nil
 }
+
+// Admit starts a workflow with its admission update (Update-with-Start)
+// and waits for the update's answer, the workflow's first step: its row
+// written, or why not.
+func Admit[T any](ctx context.Context, c client.Client, start client.WithStartWorkflowOperation, update client.UpdateWorkflowOptions) (T, error) {
+	var out T
+	update.WaitForStage = client.WorkflowUpdateStageCompleted
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start, UpdateOptions: update})
+	if err == nil {
+		err = h.Get(ctx, &out)
+	}
+	return out, err
+}

@@ -24,6 +24,7 @@ import (
 	"conduit/internal/money"
 	"conduit/internal/payments"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/internal/x402"
 	"conduit/workflows"
 )
@@ -146,14 +147,7 @@ func (s *Service) run(ctx context.Context, pp payments.Presented, accountID, tar
 				workflows.AttrPayer.ValueSet(x402.DisplayAddress(pp.Network, pp.Payer)), workflows.AttrRunStatus.ValueSet(workflows.StatusRunning),
 			),
 		}, workflows.WfTopUp, in)
-		var h client.WorkflowUpdateHandle
-		h, err = s.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.AdmissionUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
-		})
-		if err == nil {
-			err = h.Get(ctx, &res)
-		}
+		res, err = temporalx.Admit[workflows.TopUpResult](ctx, s.Temporal, start, client.UpdateWorkflowOptions{UpdateName: workflows.AdmissionUpdate})
 		if err == nil || failedInWorkflow(err) || ctx.Err() != nil {
 			break
 		}

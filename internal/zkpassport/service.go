@@ -28,6 +28,7 @@ import (
 	"conduit/internal/logging"
 	"conduit/internal/quota"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/workflows"
 )
 
@@ -189,15 +190,8 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateArgs) (
 	}, workflows.WfZKPassportRequest, open)
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	h, err := s.Temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.UpdateZKPassportAdmit, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	var adm workflows.ZKPassportAdmitted
-	if err == nil {
-		err = h.Get(waitCtx, &adm)
-	}
-	if err != nil {
+	// The answer repeats what this call already knows; only a refusal matters.
+	if _, err := temporalx.Admit[workflows.ZKPassportAdmitted](waitCtx, s.Temporal, start, client.UpdateWorkflowOptions{UpdateName: workflows.UpdateZKPassportAdmit}); err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == activities.ErrZKPassportRefused {
 			var used, limit int64

@@ -30,6 +30,7 @@ import (
 	"conduit/internal/logging"
 	"conduit/internal/quota"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/internal/zkverify/relayer"
 	"conduit/workflows"
 )
@@ -328,14 +329,7 @@ func (s *Service) start(ctx context.Context, job workflows.ZKJobInput) (workflow
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.ZKJobWorkflowName, job)
-	var out workflows.ZKSubmitAnswer
-	h, err := s.Temporal.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: op,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.ZKSubmitUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	if err == nil {
-		err = h.Get(waitCtx, &out)
-	}
+	out, err := temporalx.Admit[workflows.ZKSubmitAnswer](waitCtx, s.Temporal, op, client.UpdateWorkflowOptions{UpdateName: workflows.ZKSubmitUpdate})
 	var app *temporal.ApplicationError
 	switch {
 	case err == nil:

@@ -25,6 +25,7 @@ import (
 	"conduit/internal/store"
 	"conduit/internal/tasks"
 	"conduit/internal/tasks/schedules"
+	"conduit/internal/temporalx"
 	"conduit/workflows"
 )
 
@@ -77,14 +78,7 @@ func (s *Service) Create(ctx context.Context, account string, c tasks.Create) (t
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, workflows.WfTaskAdmit, workflows.TaskAdmission{Task: t, AskedAt: time.Now(), Limit: s.Limit})
-	var out tasks.Task
-	h, err := tc.UpdateWithStartWorkflow(waitCtx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions:          client.UpdateWorkflowOptions{UpdateName: workflows.TaskAdmitUpdate, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	if err == nil {
-		err = h.Get(waitCtx, &out)
-	}
+	out, err := temporalx.Admit[tasks.Task](waitCtx, tc, start, client.UpdateWorkflowOptions{UpdateName: workflows.TaskAdmitUpdate})
 	var app *temporal.ApplicationError
 	switch {
 	case err == nil:

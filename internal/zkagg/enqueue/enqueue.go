@@ -13,6 +13,7 @@ import (
 
 	"conduit/internal/config"
 	"conduit/internal/store"
+	"conduit/internal/temporalx"
 	"conduit/workflows"
 )
 
@@ -39,15 +40,8 @@ func (e *Enqueuer) Enqueue(ctx context.Context, domainID uint64, jobID, statemen
 	}, workflows.ZKAggregationWorkflowName, workflows.ZKAggregationInput{
 		DomainID: domainID, AggregationID: next, BatchSize: e.Config.BatchSize, BatchWait: e.Config.BatchWait,
 	})
-	h, err := e.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "enqueue/" + jobID, UpdateName: workflows.UpdateZKAggregate,
-			Args: []any{workflows.ZKAggregateRequest{JobID: jobID, Statement: statement}}, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	var out workflows.ZKAggregateAccepted
-	if err == nil {
-		err = h.Get(ctx, &out)
-	}
+	out, err := temporalx.Admit[workflows.ZKAggregateAccepted](ctx, e.Temporal, start, client.UpdateWorkflowOptions{UpdateID: "enqueue/" + jobID,
+		UpdateName: workflows.UpdateZKAggregate, Args: []any{workflows.ZKAggregateRequest{JobID: jobID, Statement: statement}}})
 	if err != nil {
 		return 0, 0, fmt.Errorf("enqueueing job %s in domain %d: %w", jobID, domainID, err)
 	}
