@@ -249,7 +249,9 @@ func BenchmarkInvoke3NodeParallel(b *testing.B) {
 // each, so a machine whose load changes during the run weighs on both
 // alike (the other rows run one after the other). ratio is invoke runs/s
 // over bare runs/s over all rounds (issue #26's target: ≥ 0.8);
-// ratio-median is the median of the rounds' ratios.
+// ratio-median is the median of the rounds' ratios, ratio-min and
+// ratio-max their spread (a round of a few hundred calls can catch a
+// stall of the embedded server's queues on either side: bench/README.md).
 func BenchmarkParallelRatio(b *testing.B) {
 	key, id := threeNodePipeline(b)
 	const rounds = 10
@@ -277,6 +279,8 @@ func BenchmarkParallelRatio(b *testing.B) {
 	b.ReportMetric(n/wall[1].Seconds(), "invoke-runs/s")
 	b.ReportMetric(wall[0].Seconds()/wall[1].Seconds(), "ratio")
 	b.ReportMetric((ratios[rounds/2-1]+ratios[rounds/2])/2, "ratio-median")
+	b.ReportMetric(ratios[0], "ratio-min")
+	b.ReportMetric(ratios[rounds-1], "ratio-max")
 	b.ReportMetric(cpu[0]*1000/n, "bare-cpu-ms/run")
 	b.ReportMetric(cpu[1]*1000/n, "invoke-cpu-ms/run")
 	b.ReportMetric(cpu[0]/wall[0].Seconds(), "bare-cores")
