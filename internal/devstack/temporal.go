@@ -297,6 +297,17 @@ func dynamicConfig(o TemporalOptions) dynamicconfig.StaticClient {
 		// (20 s by default) before the SDK polls again. One second bounds
 		// that stall; an idle waiter costs one cheap read a second.
 		dynamicconfig.HistoryLongPollExpirationInterval.Key(): time.Second,
+		// At each checkpoint a queue slice narrows its predicate to the
+		// namespaces its pending tasks belong to, when there are at most
+		// this many (default 10; here one or two, so always). The next
+		// new range, whose predicate is everything, then cannot be merged
+		// by range: it is merged by splitting the slice, which walks every
+		// task the slice tracks, at every new task. Under a sustained load
+		// that is quadratic: the history service spent 3.3 ms of CPU per
+		// workflow in it once a few thousand tasks were pending
+		// (bench/README.md). Narrowing serves a cluster's many namespaces;
+		// here it only costs. Zero narrows a slice only once it is empty.
+		dynamicconfig.QueueShrinkPredicateMaxPendingKeys.Key(): 0,
 	}
 	if o.TimerResolution > 0 {
 		dc[dynamicconfig.TimerProcessorMaxTimeShift.Key()] = o.TimerResolution

@@ -47,6 +47,9 @@ func TestDynamicConfigLiftsTheOneShardLimits(t *testing.T) {
 	if got := dynamicconfig.HistoryLongPollExpirationInterval.Get(c)("default"); got != time.Second {
 		t.Errorf("history.longPollExpirationInterval = %s, want 1s (bounds the missed-close stall)", got)
 	}
+	if got := dynamicconfig.QueueShrinkPredicateMaxPendingKeys.Get(c)(); got != 0 {
+		t.Errorf("history.queueShrinkPredicateMaxPendingKeys = %d, want 0 (a narrowed slice makes every new task's merge walk all pending tasks)", got)
+	}
 	if dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Get(c)() {
 		t.Error("system.forceSearchAttributesCacheRefreshOnRead is on: every search attribute use and every listed row re-reads the store (the UI's slow workflow list)")
 	}
