@@ -25,7 +25,7 @@ func (c counter) Count(_ context.Context, _ string, r Resource) (int64, error) {
 type media struct{}
 
 func (media) Usage(context.Context, string) ([]Item, error) {
-	return []Item{{Resource: MediaBytes, Used: 10, Limit: Limit(100)}}, nil
+	return []Item{{Resource: MediaBytes, Used: 10, Limit: limitPtr(100)}}, nil
 }
 
 // The counted resources come first, with no limit shown as null (nil),

@@ -188,15 +188,13 @@ func CountEach(ctx context.Context, c Counter, account string, bounds ...Bound) 
 	return out, nil
 }
 
+// limitPtr is an Item's limit from a configured value (0: none).
 func limitPtr(n int64) *int64 {
 	if n <= 0 {
 		return nil
 	}
 	return &n
 }
-
-// Limit is an Item's limit from a configured value (0: none).
-func Limit(n int64) *int64 { return limitPtr(n) }
 
 // Usage is the owner's usage report.
 type Usage struct {
