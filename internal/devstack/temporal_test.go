@@ -50,6 +50,9 @@ func TestDynamicConfigLiftsTheOneShardLimits(t *testing.T) {
 	if got := dynamicconfig.QueueShrinkPredicateMaxPendingKeys.Get(c)(); got != 0 {
 		t.Errorf("history.queueShrinkPredicateMaxPendingKeys = %d, want 0 (a narrowed slice makes every new task's merge walk all pending tasks)", got)
 	}
+	if got := dynamicconfig.HistoryCacheHostLevelMaxSize.Get(c)(); got > 4096 {
+		t.Errorf("history.hostLevelCacheMaxSize = %d, want a few thousand at most (the default 128,000 kept every workflow's state for an hour)", got)
+	}
 	if dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Get(c)() {
 		t.Error("system.forceSearchAttributesCacheRefreshOnRead is on: every search attribute use and every listed row re-reads the store (the UI's slow workflow list)")
 	}
@@ -117,6 +120,33 @@ func TestDevFileIsInWALMode(t *testing.T) {
 	}
 	if mode != "wal" {
 		t.Fatalf("PRAGMA journal_mode = %q, want wal", mode)
+	}
+}
+
+// The in-memory store is a memdb database, not a mode=memory one (whose
+// commits slow down as it grows: sqlitePersistence): another connection of
+// this process opens it by name through that VFS and finds the server's
+// namespace there, and nothing is on disk under its name.
+func TestInMemoryStoreIsAMemdbDatabase(t *testing.T) {
+	tmp, err := StartTemporal(context.Background(), TemporalOptions{Namespace: "memdb-probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Stop()
+	if tmp.memdb == "" {
+		t.Fatal("the in-memory store is not a memdb database")
+	}
+	conn, err := sql.Open(sqliteplugin.PluginName, "file:"+tmp.memdb+"?vfs=memdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	if err := conn.QueryRow(`SELECT count(*) FROM namespaces WHERE name = 'memdb-probe'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the server's namespace through a second memdb connection: %d rows (%v), want 1", n, err)
+	}
+	if _, err := os.Stat(tmp.memdb); !os.IsNotExist(err) {
+		t.Fatalf("%s exists on disk (%v): the store is a file, not memdb", tmp.memdb, err)
 	}
 }
 
