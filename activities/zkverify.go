@@ -173,6 +173,18 @@ func (a *ZKVerify) ConfirmFinal(ctx context.Context, in ZKRecord, at ZKInclusion
 	return nil
 }
 
+// ZKMarkJob is a running job's state at a transition.
+type ZKMarkJob struct {
+	JobID  string
+	Status string
+	State  json.RawMessage
+}
+
+// MarkZKJob writes a running job's state into its row.
+func (a *ZKVerify) MarkZKJob(ctx context.Context, in ZKMarkJob) error {
+	return a.Store.MarkZKJob(ctx, in.JobID, in.Status, in.State)
+}
+
 // ZKCloseJob is a job's final state.
 type ZKCloseJob struct {
 	JobID  string

@@ -473,12 +473,26 @@ func TestZKVerifyAggregationWaitIsBounded(t *testing.T) {
 	withFakeAggregation(t)
 	svc := env.Platform.Proofs.ZKVerify
 	saved := svc.Config.AggregationWait
-	svc.Config.AggregationWait = 2 * time.Second
+	svc.Config.AggregationWait = 5 * time.Second
 	t.Cleanup(func() { svc.Config.AggregationWait = saved })
 	_, key := env.NewAccount(t, apikey.ProofsWrite, apikey.ProofsRead)
 	s := submit(t, key, map[string]any{"chainId": 84532, "proof": fixture(t, "proof.json"), "publicSignals": fixture(t, "public.json"), "vk": fixture(t, "vk.json")})
+
+	// While it waits, its status is its row's (workflows.ChangeZKStatusInRow):
+	// the row holds the state the status read answers, not a query's.
+	pending := awaitStatus(t, key, s.JobID, workflows.ZKAggregationPending)
+	row, err := env.Platform.Store.ZKJob(context.Background(), s.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mirrored jobStatus
+	if err := json.Unmarshal(row.State, &mirrored); err != nil || row.Closed || row.Status != workflows.ZKAggregationPending ||
+		!slices.Equal(mirrored.path(), pending.path()) {
+		t.Fatalf("the open job's row: closed %v, status %s, state %s (%v); the status read's path %v", row.Closed, row.Status, row.State, err, pending.path())
+	}
+
 	j := awaitStatus(t, key, s.JobID, workflows.ZKFailed)
-	if *j.ChainID != 84532 || j.FailureReason != "AggregationPending: the aggregation was not published within 2s" ||
+	if *j.ChainID != 84532 || j.FailureReason != "AggregationPending: the aggregation was not published within 5s" ||
 		!slices.Equal(j.path(), []string{"Queued", "Valid", "Submitted", "IncludedInBlock", "Finalized", "AggregationPending", "Failed"}) {
 		t.Fatalf("job %+v", j)
 	}

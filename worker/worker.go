@@ -198,7 +198,7 @@ func zkQueue(d Deps) Queue {
 		Workflows: map[string]any{workflows.ZKJobWorkflowName: workflows.ZKProofJob, workflows.WfKYCProof: workflows.KYCProof},
 		Activities: map[string]any{
 			workflows.ActZKOpenJob: z.OpenZKJob, workflows.ActZKVerifyGroth16: z.VerifyGroth16, workflows.ActZKSubmitRecord: z.SubmitRecord,
-			workflows.ActZKAwaitInclusion: z.AwaitInclusion, workflows.ActZKConfirmFinal: z.ConfirmFinal, workflows.ActZKCloseJob: z.CloseZKJob,
+			workflows.ActZKAwaitInclusion: z.AwaitInclusion, workflows.ActZKConfirmFinal: z.ConfirmFinal, workflows.ActZKCloseJob: z.CloseZKJob, workflows.ActZKMarkJob: z.MarkZKJob,
 			workflows.ActZKRelaySubmit: z.RelaySubmit, workflows.ActZKRelayStatus: z.RelayStatus,
 			workflows.ActKYCOpen: k.OpenKYCProof, workflows.ActKYCRecord: k.RecordKYCProof, workflows.ActKYCConfirm: k.ConfirmKYCProof,
 			workflows.ActKYCExpire: k.ExpireKYCProof,

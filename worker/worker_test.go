@@ -22,7 +22,7 @@ var pinned = map[string]string{
 	"library-work": "workflows ; activities RunMediaJob",
 	"enclaves":     "workflows Enclave; activities EnclaveAttest, EnclaveBuild, EnclaveCopyLogs, EnclaveDeploy, EnclaveMeter, EnclaveOpen, EnclavePause, EnclavePrepare, EnclaveProject, EnclaveResume, EnclaveSign, EnclaveSyncTasks, EnclaveTerminate, EnclaveWatch",
 	"tasks":        "workflows TaskAdmit, TaskRun; activities TaskCall, TaskHold, TaskOpen, TaskRecord, TaskSchedule, TaskSettle, TaskWithdraw",
-	"proofs":       "workflows KYCProof, ZKProofJob; activities EnqueueZKStatement, KYCConfirmProof, KYCExpireProof, KYCOpenProof, KYCRecordProof, ZKAwaitInclusion, ZKCloseJob, ZKConfirmFinal, ZKOpenJob, ZKRelayStatus, ZKRelaySubmit, ZKSubmitRecord, ZKVerifyGroth16",
+	"proofs":       "workflows KYCProof, ZKProofJob; activities EnqueueZKStatement, KYCConfirmProof, KYCExpireProof, KYCOpenProof, KYCRecordProof, ZKAwaitInclusion, ZKCloseJob, ZKConfirmFinal, ZKMarkJob, ZKOpenJob, ZKRelayStatus, ZKRelaySubmit, ZKSubmitRecord, ZKVerifyGroth16",
 
 	// Proof aggregation (workflows/zkaggregation.go).
 	"zk-aggregation": "workflows ZKAggregation; activities EnqueueZKStatement, PublishZKAggregation, RecordZKAggregation",

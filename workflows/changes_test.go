@@ -28,6 +28,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeTaskMetering":          "task-metering",
 		"ChangeEnclaveMetering":       "enclave-metering",
 		"ChangeTopUpLocalSettle":      "topup-local-settle",
+		"ChangeZKStatusInRow":         "zk-status-in-row",
 	}
 	got := map[string]string{
 		"ChangeAdmissionInWorkflow":   ChangeAdmissionInWorkflow,
@@ -44,6 +45,7 @@ func TestChangeIDsArePinned(t *testing.T) {
 		"ChangeTaskMetering":          ChangeTaskMetering,
 		"ChangeEnclaveMetering":       ChangeEnclaveMetering,
 		"ChangeTopUpLocalSettle":      ChangeTopUpLocalSettle,
+		"ChangeZKStatusInRow":         ChangeZKStatusInRow,
 	}
 	for name, want := range pinned {
 		if got[name] != want {

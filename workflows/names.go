@@ -145,4 +145,9 @@ const (
 	// too (it records the intent itself, so no separate claim step): the
 	// top-up is one workflow task, with no round trip through matching.
 	ChangeTopUpLocalSettle = "topup-local-settle"
+	// ChangeZKStatusInRow: a proof job writes its state into its row at
+	// each transition, so a status read is a row read, not a query. Each
+	// query is a task for the queue's workflow pollers: 16 callers reading
+	// every 5 ms held a new job's first workflow task back by a second.
+	ChangeZKStatusInRow = "zk-status-in-row"
 )

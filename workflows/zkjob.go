@@ -24,6 +24,7 @@ const (
 	ActZKAwaitInclusion = "ZKAwaitInclusion" // AwaitInclusion
 	ActZKConfirmFinal   = "ZKConfirmFinal"   // ConfirmFinal
 	ActZKCloseJob       = "ZKCloseJob"       // CloseZKJob
+	ActZKMarkJob        = "ZKMarkJob"        // MarkZKJob
 	ActZKRelaySubmit    = "ZKRelaySubmit"    // RelaySubmit
 	ActZKRelayStatus    = "ZKRelayStatus"    // RelayStatus
 )
@@ -154,10 +155,20 @@ func ZKProofJob(ctx workflow.Context, in ZKJobInput) error {
 	if in.Relayed {
 		st.VerifiedBy = VerifiedByRelayer
 	}
+	// Jobs since ChangeZKStatusInRow mirror their state into their row at
+	// each transition but the last (the close writes that one), except
+	// Queued, which the row says already.
+	mirror := workflow.GetVersion(ctx, ChangeZKStatusInRow, workflow.DefaultVersion, 1) == 1
 	move := func(status string) {
 		at := workflow.Now(ctx)
 		st.Status, st.StatusID, st.UpdatedAt = status, ZKStatusIDs[status], at
 		st.Transitions = append(st.Transitions, ZKTransition{Status: status, At: at})
+		last := status == ZKFailed || status == ZKAggregationPublished || status == ZKFinalized && in.ChainID == nil
+		if mirror && status != ZKQueued && !last {
+			state, _ := json.Marshal(st)
+			// A failed write only leaves the row a step behind until the close.
+			_ = workflow.ExecuteLocalActivity(shortLocal(ctx), ActZKMarkJob, activities.ZKMarkJob{JobID: in.JobID, Status: status, State: state}).Get(ctx, nil)
+		}
 	}
 	if err := workflow.SetQueryHandler(ctx, ZKStatusQuery, func() (ZKJobStatus, error) { return st, nil }); err != nil {
 		return err

@@ -89,6 +89,15 @@ func (s *Store) CloseZKJob(ctx context.Context, id, status, reason string, state
 	return err
 }
 
+// MarkZKJob mirrors a running job's state into its row, so its status is
+// read from the row rather than asked of its workflow. A closed job's row
+// is left as its close wrote it.
+func (s *Store) MarkZKJob(ctx context.Context, id, status string, state json.RawMessage) error {
+	_, err := s.pool.Exec(ctx, `UPDATE zk_jobs SET status = $2, state = $3, updated_at = now() WHERE id = $1 AND closed_at IS NULL`,
+		id, status, state)
+	return err
+}
+
 // ZKJob is a job's row.
 type ZKJob struct {
 	ID        string

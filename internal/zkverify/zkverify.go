@@ -344,9 +344,11 @@ func (s *Service) start(ctx context.Context, job workflows.ZKJobInput) (workflow
 	}
 }
 
-// JobStatus answers job id's status: from its workflow while it runs,
-// from its row once it ended. Another account's job does not exist for
-// the caller.
+// JobStatus answers job id's status from its row, where the job writes its
+// state at each transition (workflows.ChangeZKStatusInRow) and when it
+// ends; a job from before that, or one between its admission and its first
+// transition, is asked through its workflow's query. Another account's job
+// does not exist for the caller.
 func (s *Service) JobStatus(ctx context.Context, account, id string) (workflows.ZKJobStatus, error) {
 	var st workflows.ZKJobStatus
 	notFound := errs.NotFoundf("no proof job %s", id)
@@ -360,7 +362,7 @@ func (s *Service) JobStatus(ctx context.Context, account, id string) (workflows.
 	if err != nil {
 		return st, err
 	}
-	if row.Closed && len(row.State) > 0 {
+	if len(row.State) > 0 {
 		err := json.Unmarshal(row.State, &st)
 		return st, err
 	}
