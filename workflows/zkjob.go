@@ -166,7 +166,7 @@ func ZKProofJob(ctx workflow.Context, in ZKJobInput) error {
 		last := status == ZKFailed || status == ZKAggregationPublished || status == ZKFinalized && in.ChainID == nil
 		if mirror && status != ZKQueued && !last {
 			state, _ := json.Marshal(st)
-			// A failed write only leaves the row a step behind until the close.
+			// A write that fails past its retries leaves the row a step behind until the close.
 			_ = workflow.ExecuteLocalActivity(shortLocal(ctx), ActZKMarkJob, activities.ZKMarkJob{JobID: in.JobID, Status: status, State: state}).Get(ctx, nil)
 		}
 	}

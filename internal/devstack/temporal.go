@@ -205,22 +205,14 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 func sqlitePersistence(o TemporalOptions) (config.Persistence, error) {
 	sqlConf := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
 	if o.DBFile == "" {
-		// In memory, through SQLite's memdb VFS rather than mode=memory.
-		// A mode=memory database lives in its page cache, which must then
-		// hold every page, and the commit's truncation of that cache walks
-		// it whole once a B-tree rebalance has given a page the pending-
-		// byte page's number (262,145) as a temporary key: a cost per
-		// commit that grew with the store, about 1 ms per pipeline run
-		// after some 20,000 workflows (bench/README.md). memdb keeps the
-		// database in one buffer behind an ordinary page cache of SQLite's
-		// default size, so a commit costs the same however large the store
-		// grows, and every row is written faster. The name's leading slash
-		// lets every connection of this process share it; the plugin keeps
-		// its connection open for the process's life (its pool never
-		// closes one), which is how long the database lives. Only the main
-		// database goes through memdb, so the rollback journal is kept in
-		// memory too ("memory"; the default would be a file next to the
-		// name, at the root). The schema is created on connect ("setup").
+		// In memory through SQLite's memdb VFS, not mode=memory: there the
+		// database is its page cache, and each commit's truncation of that
+		// cache came to walk all of it, a cost that grew with the store
+		// (docs/operations.md). The leading slash shares the database by
+		// name within the process; it lives while the plugin's connection
+		// does (its pool never closes one). Only the main file goes through
+		// memdb, so the journal is kept in memory too; "setup" makes the
+		// schema on connect.
 		sqlConf.ConnectAttributes["vfs"] = "memdb"
 		sqlConf.ConnectAttributes["journal_mode"] = "memory"
 		sqlConf.ConnectAttributes["setup"] = "true"
@@ -334,14 +326,11 @@ func dynamicConfig(o TemporalOptions) dynamicconfig.StaticClient {
 		// (bench/README.md). Narrowing serves a cluster's many namespaces;
 		// here it only costs. Zero narrows a slice only once it is empty.
 		dynamicconfig.QueueShrinkPredicateMaxPendingKeys.Key(): 0,
-		// The history service keeps the state of up to 128,000 workflows
-		// for an hour (history.hostLevelCacheMaxSize, history.cacheTTL),
-		// closed ones included: sized for a cluster's history hosts, here
-		// it made the process's live heap grow by about 20 KB per workflow
-		// (90 to 260 MB over 8,000 runs of the bench, toward 2.5 GB), and
-		// every collection mark all of it. This server's open workflows
-		// are dozens; a state evicted while its workflow is open is read
-		// back from the store at its next task.
+		// The history service caches up to 128,000 workflow states for an
+		// hour, closed ones included: on this one-process server that is
+		// heap the collector marks at every cycle (about 20 KB per
+		// workflow, docs/operations.md). Its open workflows are dozens; an
+		// evicted one is read back from the store at its next task.
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): historyCacheEntries,
 	}
 	if o.TimerResolution > 0 {
