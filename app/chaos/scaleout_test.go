@@ -181,9 +181,13 @@ func TestScaleOut(t *testing.T) {
 	if !held {
 		t.Logf("worker 1 held no workflow task within 90 s; killing it anyway")
 	}
-	kills = append(kills, kill{round: 1, after: time.Since(since), open: openWorkflows(t, since)})
+	// Killed first and counted after, so the kill lands while the task
+	// found is still held (the kill closes no workflow: the count is the
+	// same).
+	after := time.Since(since)
 	victim.kill()
 	killedAt := time.Now()
+	kills = append(kills, kill{round: 1, after: after, open: openWorkflows(t, since)})
 	t.Logf("killed worker 1 with %d workflows open", kills[1].open)
 
 	// Phase 3: the survivors serve a whole mix on their own.
@@ -564,11 +568,17 @@ func accountRuns(t *testing.T, account string) []accountRun {
 }
 
 // holdsTask says whether a worker whose identity starts with identity is
-// running a workflow task of an open workflow now (the SDK's default
-// identity is "<pid>@<host>@").
+// running a workflow task or an activity of an open pipeline run now,
+// started moments ago (the SDK's default identity is "<pid>@<host>@"). A
+// slow run's model call takes a second or two (inline in its workflow
+// task, or an activity), so work found fresh is still held when the kill
+// lands; a short task of another
+// workflow, or one near its end, would be over by then and leave no trace
+// for checkNotVacuous.
 func holdsTask(t *testing.T, since time.Time, identity string) bool {
+	const fresh = 300 * time.Millisecond
 	resp, err := env.Platform.Temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
-		Query: "ExecutionStatus = 'Running' AND StartTime > '" + since.UTC().Format(time.RFC3339Nano) + "'", PageSize: 1000,
+		Query: "WorkflowType = '" + workflows.WfPipelineRun + "' AND ExecutionStatus = 'Running' AND StartTime > '" + since.UTC().Format(time.RFC3339Nano) + "'", PageSize: 1000,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -583,13 +593,25 @@ func holdsTask(t *testing.T, since time.Time, identity string) bool {
 			}
 			switch ev.GetEventType() {
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-				on = strings.HasPrefix(ev.GetWorkflowTaskStartedEventAttributes().GetIdentity(), identity)
+				on = strings.HasPrefix(ev.GetWorkflowTaskStartedEventAttributes().GetIdentity(), identity) &&
+					time.Since(ev.GetEventTime().AsTime()) < fresh
 			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
 				on = false
 			}
 		}
 		if on {
 			return true
+		}
+		// A model call too long to run inline is an activity of its own.
+		d, err := env.Platform.Temporal.DescribeWorkflowExecution(context.Background(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId())
+		if err != nil {
+			continue
+		}
+		for _, a := range d.GetPendingActivities() {
+			if a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED && strings.HasPrefix(a.GetLastWorkerIdentity(), identity) &&
+				time.Since(a.GetLastStartedTime().AsTime()) < fresh {
+				return true
+			}
 		}
 	}
 	return false
